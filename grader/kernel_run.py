@@ -1,0 +1,170 @@
+"""Execute one notebook in a confined kernel, cell by cell, within limits.
+
+Unlike papermill, this never trusts the kernel to stop: every cell runs under
+a deadline (per cell and for the whole notebook), the output volume is
+counted as it arrives, and when a limit is crossed the kernel's whole process
+group is killed. The result says what happened; it never raises for anything
+the notebook did.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from .sandbox import Confinement, launch_command
+
+OOM_MARKERS = ("bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory", "MemoryError")
+
+
+@dataclass
+class Execution:
+    """What happened when a notebook ran."""
+
+    notebook: nbformat.NotebookNode
+    stopped: str | None = None  # None, or one of: timed_out, kernel_died, out_of_memory, too_much_output, exited
+    message: str = ""
+    stopped_at_cell: int | None = None
+    events: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class ConfinedKernelManager(AsyncKernelManager):
+    """Launches the kernel through ``grader.sandbox``."""
+
+    confinement: Confinement | None = None
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+        return launch_command(self.confinement, kernel)
+
+
+class CountingClient(NotebookClient):
+    """Counts output bytes; past the cap it stops keeping outputs."""
+
+    def __init__(self, *args, max_output_bytes: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_output_bytes = max_output_bytes
+        self.output_bytes = 0
+        self.overflowed = False
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        self.output_bytes += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
+        self.output_bytes += len(str(content.get("traceback", "")))
+        if self.output_bytes > self.max_output_bytes:
+            self.overflowed = True
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def _kill_group(km: AsyncKernelManager) -> None:
+    process = getattr(km.provisioner, "process", None) if km.provisioner else None
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _exit_status(km: AsyncKernelManager) -> int | None:
+    process = getattr(km.provisioner, "process", None) if km.provisioner else None
+    return None if process is None else process.poll()
+
+
+def _kernel_log(conf: Confinement) -> str:
+    try:
+        return (conf.scratch / ".kernel.log").read_text(errors="replace")[-20000:]
+    except OSError:
+        return ""
+
+
+async def _run(nb, conf: Confinement, run: Execution, start_cell: int) -> None:
+    limits = conf.limits
+    km = ConfinedKernelManager(kernel_name="python3")
+    km.confinement = conf
+    client = CountingClient(
+        nb, km=km, timeout=None, allow_errors=True, startup_timeout=120,
+        max_output_bytes=limits.max_output_bytes, record_timing=False,
+    )
+    deadline = time.monotonic() + limits.notebook_timeout_s
+    async with client.async_setup_kernel(cwd=str(conf.scratch)):
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or index < start_cell:
+                continue
+            budget = min(limits.cell_timeout_s, deadline - time.monotonic())
+            task = asyncio.ensure_future(client.async_execute_cell(cell, index))
+            outcome = await _watch(task, client, km, budget)
+            if outcome is None and cell.get("outputs"):
+                outcome = _classify_errors(cell)
+            if outcome is not None:
+                run.stopped, run.message = outcome
+                run.stopped_at_cell = index
+                if run.stopped in ("timed_out", "kernel_died", "out_of_memory", "too_much_output", "exited"):
+                    break
+        _kill_group(km)
+
+
+def _classify_errors(cell) -> tuple[str, str] | None:
+    for output in cell.outputs:
+        if output.get("output_type") != "error":
+            continue
+        if output.get("ename") == "SystemExit":
+            return "exited", "the notebook called sys.exit(); later cells were not run"
+        if output.get("ename") == "MemoryError":
+            return "out_of_memory", "a cell ran out of memory (MemoryError)"
+    return None
+
+
+async def _abandon(task, km) -> None:
+    _kill_group(km)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _watch(task, client: CountingClient, km, budget: float):
+    """Wait for one cell; enforce the time and output limits while it runs."""
+    started = time.monotonic()
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.2)
+        if client.overflowed:
+            await _abandon(task, km)
+            return "too_much_output", f"output exceeded {client.max_output_bytes} bytes; the kernel was stopped"
+        if not task.done() and time.monotonic() - started > budget:
+            await _abandon(task, km)  # compiled loops ignore SIGINT; only a kill is reliable
+            return "timed_out", f"a cell ran longer than {budget:.0f} s; the kernel was stopped"
+    try:
+        task.result()
+    except asyncio.CancelledError:
+        return "kernel_died", "the kernel stopped responding"
+    except DeadKernelError:
+        return "kernel_died", "the kernel died"
+    return None
+
+
+def execute_confined(nb, conf: Confinement, *, start_cell: int = 0) -> Execution:
+    """Run every code cell of ``nb`` (in place) in a fresh confined kernel."""
+    run = Execution(notebook=nb)
+    started = time.monotonic()
+    conf.scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        asyncio.run(_run(nb, conf, run, start_cell))
+    except DeadKernelError:
+        run.stopped, run.message = "kernel_died", "the kernel died"
+    except RuntimeError as error:  # kernel failed to start, or died while starting
+        run.stopped, run.message = "kernel_died", f"the kernel could not run: {error}"
+    log = _kernel_log(conf)
+    if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
+        run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
+    run.seconds = time.monotonic() - started
+    return run

@@ -1,0 +1,68 @@
+"""Plain result records written to grades.csv, results.json and feedback."""
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+
+
+class Status(str, enum.Enum):
+    """How a submission's grading ended; the first that applies wins."""
+
+    GRADED = "graded"
+    TAMPERED = "tampered"
+    SUSPICIOUS = "suspicious"
+    TIMED_OUT = "timed_out"
+    KERNEL_DIED = "kernel_died"
+    OUT_OF_MEMORY = "out_of_memory"
+    TOO_MUCH_OUTPUT = "too_much_output"
+    INVALID_NOTEBOOK = "invalid_notebook"
+    MISSING = "missing"
+    GRADER_ERROR = "grader_error"
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    points: float
+    max_points: float
+    passed: bool
+    message: str
+
+
+@dataclass
+class NotebookResult:
+    student_id: str
+    assignment_id: str
+    notebook: str
+    status: Status
+    message: str
+    tests: list[TestResult] = field(default_factory=list)
+    manual_max_score: float = 0.0
+    flags: list[str] = field(default_factory=list)
+    tampering: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.points for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_points for t in self.tests), 6)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["score"] = self.score
+        data["max_score"] = self.max_score
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NotebookResult":
+        data = dict(data)
+        data.pop("score", None)
+        data.pop("max_score", None)
+        data["status"] = Status(data["status"])
+        data["tests"] = [TestResult(**t) for t in data.get("tests", [])]
+        return cls(**data)
