@@ -1,0 +1,129 @@
+"""Build submission notebooks from short scenario files (samples, test corpora).
+
+A scenario file is Python with a header and ``# %%`` sections::
+
+    # scenario: summed local means (gradient 4x)
+    # base: solution            (solution | student)
+    # expect-fail: test-loss-and-gradient test-update
+    # expect-status: graded
+    # %% cell train-step
+    def loss(...): ...
+
+``base`` picks the starting notebook: the instructor's solutions (hidden
+tests removed, like a learner's copy) or the generated student notebook.
+Each ``# %% cell GRADE_ID`` section replaces that cell's source; ``# %% raw``
+sections hold notebook JSON for scenarios that are not valid notebooks at all
+(``# %% raw`` followed by the text to write verbatim). ``# %% append`` adds a
+new code cell (as a learner may) after the cell named on the same line, or at
+the end.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from . import cells
+from .layout import Course
+
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str = ""
+    base: str = "solution"
+    expect_fail: list[str] = field(default_factory=list)
+    expect_status: str = "graded"
+    replace: dict[str, str] = field(default_factory=dict)
+    appended: list[tuple[str | None, str]] = field(default_factory=list)
+    raw: str | None = None
+    filename: str | None = None  # submit under another name (wrong-name scenarios)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def parse(path: Path) -> Scenario:
+    scenario = Scenario(name=path.stem)
+    section: tuple[str, str | None] | None = None
+    buffer: list[str] = []
+
+    def flush():
+        if section is None:
+            return
+        text = "\n".join(buffer).strip("\n") + "\n"
+        kind, arg = section
+        if kind == "cell":
+            scenario.replace[arg] = text.rstrip("\n")
+        elif kind == "append":
+            scenario.appended.append((arg, text.rstrip("\n")))
+        elif kind == "raw":
+            scenario.raw = text
+
+    for line in path.read_text().splitlines():
+        match = re.match(r"# %% (cell|append|raw)\s*(\S*)\s*$", line)
+        if match:
+            flush()
+            section, buffer = (match.group(1), match.group(2) or None), []
+            continue
+        if section is None:
+            header = re.match(r"#\s*([a-z-]+):\s*(.*)$", line)
+            if header:
+                key, value = header.group(1), header.group(2).strip()
+                scenario.headers[key] = value
+                if key == "scenario":
+                    scenario.description = value
+                elif key == "base":
+                    scenario.base = value
+                elif key == "expect-fail":
+                    scenario.expect_fail = value.split()
+                elif key == "expect-status":
+                    scenario.expect_status = value
+                elif key == "filename":
+                    scenario.filename = value
+            continue
+        buffer.append(line)
+    flush()
+    return scenario
+
+
+def solution_copy(nb) -> nbformat.NotebookNode:
+    """The instructor notebook as a learner who solved everything would hold it."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cells.is_autograded_test(cell):
+            cell.source = HIDDEN.sub("", cell.source).rstrip("\n")
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def build(course: Course, assignment: str, scenario: Scenario) -> str:
+    """The submission file's text for ``scenario``."""
+    if scenario.raw is not None:
+        return scenario.raw
+    if scenario.base == "student":
+        nb = nbformat.read(course.release_notebook(assignment), as_version=4)
+    else:
+        nb = solution_copy(nbformat.read(course.source_notebook(assignment), as_version=4))
+    by_id = {cells.grade_id(c): c for c in nb.cells if cells.grade_id(c)}
+    for grade_id, source in scenario.replace.items():
+        if grade_id not in by_id:
+            raise KeyError(f"{scenario.name}: no cell {grade_id!r} in {assignment}")
+        by_id[grade_id].source = source
+    for after, source in scenario.appended:
+        new = nbformat.v4.new_code_cell(source)
+        position = len(nb.cells) if after is None else nb.cells.index(by_id[after]) + 1
+        nb.cells.insert(position, new)
+    return nbformat.writes(nb)
+
+
+def write_submission(course: Course, assignment: str, scenario: Scenario, submitted: Path, student: str) -> Path:
+    folder = submitted / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (scenario.filename or f"{assignment}.ipynb")
+    path.write_text(build(course, assignment, scenario))
+    return path
