@@ -11,14 +11,17 @@ c.CourseDirectory.submitted_directory = os.path.join("samples", "submitted")
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 # The rubric holds the grader's references; it never reaches students.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "rubric.py"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "figures", "rubric.py"]
 
-from nbgrader.converters import GenerateAssignment  # noqa: E402
+from nbgrader import preprocessors as pp  # noqa: E402
 from grader.nbgrader_plugins import ScaffoldSolutions  # noqa: E402
 
+# nbgrader 0.9's default pipeline, with ClearSolutions replaced by a version that
+# writes each cell's own TODO message into its stub.
 c.GenerateAssignment.preprocessors = [
-    ScaffoldSolutions if p.__name__ == "ClearSolutions" else p
-    for p in GenerateAssignment.preprocessors.default_value
+    pp.IncludeHeaderFooter, pp.InstantiateTests, pp.LockCells, ScaffoldSolutions, pp.ClearOutput,
+    pp.CheckCellMetadata, pp.ComputeChecksums, pp.SaveCells, pp.ClearHiddenTests, pp.ClearMarkScheme,
+    pp.ComputeChecksums, pp.CheckCellMetadata,
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

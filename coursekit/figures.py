@@ -50,3 +50,80 @@ def paired_bars(labels, series, ylabel, title):
         ax.set_title(title)
         fig.tight_layout()
     return fig
+
+
+def bar_panels(panels, title, figsize=(6.4, 6.0)):
+    """Stacked panels of grouped bars sharing one title.
+
+    ``panels`` is a list of ``(labels, series, ylabel, subtitle)``; ``series`` as in
+    ``bar_panel``. Panels do not share a y axis: their units differ, and each panel
+    gets its own colour so that observed and modeled quantities are not confused.
+    """
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(len(panels), 1, figsize=figsize, squeeze=False)
+        for p, (ax, (labels, series, ylabel, subtitle)) in enumerate(zip(axes[:, 0], panels)):
+            bar_panel(ax, labels, series, ylabel)
+            if len(series) == 1:
+                for bar in ax.containers[0]:
+                    bar.set_color(COLORS[p % len(COLORS)])
+            ax.set_title(subtitle, fontsize=10, loc="left")
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def mechanism_diagram(stages, transitions, participants, title):
+    """Which participant holds which chunk, stage by stage.
+
+    ``stages`` is a list of ``(heading, holdings, reduced)``: ``holdings[i][k]`` is the
+    value participant ``i`` holds in chunk position ``k`` (``None`` when it holds nothing
+    there); ``reduced`` says whether the values are already summed over participants.
+    ``transitions`` labels the arrow between consecutive stages.
+    """
+    chunk_colors = COLORS
+    box_w, box_h, gap_x, stage_w, row_h = 0.8, 0.6, 0.1, 3.2, 1.2
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(2.6 * len(stages) + 0.6, 1.1 * len(participants) + 1.6))
+        for s, (heading, holdings, reduced) in enumerate(stages):
+            x0 = s * stage_w
+            chunks = len(holdings[0])
+            width = chunks * box_w + (chunks - 1) * gap_x
+            ax.text(x0 + width / 2, 0.95, heading, ha="center", va="bottom", fontsize=10, weight="bold")
+            for i, row in enumerate(holdings):
+                y = -i * row_h
+                for k, value in enumerate(row):
+                    bx = x0 + k * (box_w + gap_x)
+                    color = chunk_colors[k % len(chunk_colors)]
+                    if value is None:
+                        patch = plt.Rectangle((bx, y), box_w, box_h, fill=False, linestyle=(0, (2, 2)),
+                                              edgecolor="#999999", linewidth=1)
+                        ax.add_patch(patch)
+                        continue
+                    patch = plt.Rectangle((bx, y), box_w, box_h, facecolor=color, alpha=1.0 if reduced else 0.35,
+                                          edgecolor=color, linewidth=1.5, hatch=None if reduced else "//")
+                    ax.add_patch(patch)
+                    ax.text(bx + box_w / 2, y + box_h / 2, f"{value:g}", ha="center", va="center",
+                            fontsize=12, weight="bold", color="white" if reduced else "black")
+            if s + 1 < len(stages):
+                start, stop = x0 + width + 0.15, (s + 1) * stage_w - 0.15
+                middle = -(len(holdings) - 1) * row_h / 2 + box_h / 2
+                ax.annotate("", xy=(stop, middle), xytext=(start, middle),
+                            arrowprops={"arrowstyle": "-|>", "color": "black", "linewidth": 1.2})
+                ax.text((start + stop) / 2, middle + 0.12, transitions[s], ha="center", va="bottom",
+                        fontsize=8.5, wrap=True)
+        for i, name in enumerate(participants):
+            ax.text(-0.15, -i * row_h + box_h / 2, name, ha="right", va="center", fontsize=10)
+        legend = [
+            plt.Rectangle((0, 0), 1, 1, facecolor="#cccccc", alpha=0.35, hatch="//", edgecolor="#777777"),
+            plt.Rectangle((0, 0), 1, 1, facecolor="#777777", edgecolor="#777777"),
+            plt.Rectangle((0, 0), 1, 1, fill=False, linestyle=(0, (2, 2)), edgecolor="#999999"),
+        ]
+        ax.legend(legend, ["original contribution", "summed over participants", "not held"],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, frameon=False, fontsize=8.5)
+        ax.set_xlim(-1.3, (len(stages) - 1) * stage_w + 2 * box_w + gap_x + 0.2)
+        ax.set_ylim(-(len(participants) - 1) * row_h - 0.3, 1.5)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title)
+        fig.tight_layout()
+    return fig

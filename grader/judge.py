@@ -87,7 +87,7 @@ class Evidence:
         expected = np.asarray(expected, dtype=np.float64)
         actual = self.array(key, shape=expected.shape) if expected.ndim else np.asarray(self.number(key))
         if not np.allclose(actual.astype(np.float64), expected, rtol=rtol, atol=atol):
-            raise Mismatch(f"{what or key} does not match the host NumPy reference")
+            raise Mismatch(f"{what or key}: differs from the host NumPy reference")
 
     def equal(self, key: str, expected, *, what: str | None = None) -> None:
         recorded = self.get(key)

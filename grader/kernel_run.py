@@ -9,6 +9,7 @@ the notebook did.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
 import sys
@@ -21,9 +22,16 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from .sandbox import Confinement, launch_command
+from .sandbox import SANDBOX_FAILED, Confinement, launch_command
 
+# Events after which the kernel is gone (or must not continue); a MemoryError
+# inside Python is recorded but the remaining cells still run.
+FATAL = ("timed_out", "kernel_died", "too_much_output", "exited")
 OOM_MARKERS = ("bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory", "MemoryError")
+
+
+class SandboxError(RuntimeError):
+    """The grader could not confine a kernel; nothing of the submission ran."""
 
 
 @dataclass
@@ -98,7 +106,21 @@ async def _run(nb, conf: Confinement, run: Execution, start_cell: int) -> None:
         max_output_bytes=limits.max_output_bytes, record_timing=False,
     )
     deadline = time.monotonic() + limits.notebook_timeout_s
-    async with client.async_setup_kernel(cwd=str(conf.scratch)):
+    try:
+        await _cells(nb, client, km, run, start_cell, deadline, limits)
+    finally:
+        atexit.unregister(client._cleanup_kernel)
+        _kill_group(km)
+        if client.kc is not None:
+            client.kc.stop_channels()
+        try:
+            await km.cleanup_resources()
+        except Exception:  # the connection file may already be gone
+            pass
+
+
+async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits) -> None:
+    async with client.async_setup_kernel(cwd=str(run_cwd(km))):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index < start_cell:
                 continue
@@ -108,11 +130,16 @@ async def _run(nb, conf: Confinement, run: Execution, start_cell: int) -> None:
             if outcome is None and cell.get("outputs"):
                 outcome = _classify_errors(cell)
             if outcome is not None:
-                run.stopped, run.message = outcome
-                run.stopped_at_cell = index
-                if run.stopped in ("timed_out", "kernel_died", "out_of_memory", "too_much_output", "exited"):
+                if run.stopped is None or outcome[0] in FATAL:
+                    run.stopped, run.message = outcome
+                    run.stopped_at_cell = index
+                run.events.append(f"cell {index}: {outcome[1]}")
+                if outcome[0] in FATAL:
                     break
-        _kill_group(km)
+
+
+def run_cwd(km) -> Path:
+    return km.confinement.scratch
 
 
 def _classify_errors(cell) -> tuple[str, str] | None:
@@ -164,6 +191,8 @@ def execute_confined(nb, conf: Confinement, *, start_cell: int = 0) -> Execution
     except RuntimeError as error:  # kernel failed to start, or died while starting
         run.stopped, run.message = "kernel_died", f"the kernel could not run: {error}"
     log = _kernel_log(conf)
+    if SANDBOX_FAILED in log:
+        raise SandboxError(log[log.index(SANDBOX_FAILED):].splitlines()[0])
     if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
         run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
     run.seconds = time.monotonic() - started

@@ -30,6 +30,7 @@ from pathlib import Path
 
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
 CLONE_NEWNS = 0x00020000
+SANDBOX_FAILED = "grader.sandbox could not confine the kernel:"
 
 
 @dataclass
@@ -87,14 +88,17 @@ def hide_paths(hide: list[Path], keep: list[Path]) -> None:
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     # Open what we keep before covering its parent, then bind it back by fd.
     kept = [(path, os.open(path, os.O_PATH)) for path in keep if path.exists()]
-    for path in sorted({p for p in hide if p.exists()}, key=lambda p: len(p.parts)):
+    existing = {p for p in hide if p.exists()}
+    # A folder inside another hidden folder is already covered.
+    hide = [p for p in existing if not any(other != p and p.is_relative_to(other) for other in existing)]
+    for path in sorted(hide, key=lambda p: len(p.parts)):
         _mount(libc, "tmpfs", str(path), "tmpfs", 0, "size=64k,mode=755")
     for path, fd in kept:
         path.mkdir(parents=True, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC)
         _mount(libc, None, str(path), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
         os.close(fd)
-    for path in sorted({p for p in hide if p.exists()}, key=lambda p: -len(p.parts)):
+    for path in hide:
         _mount(libc, None, str(path), None, MS_REMOUNT | MS_RDONLY)
 
 
@@ -159,18 +163,22 @@ def main(argv: list[str] | None = None) -> None:
     log = os.open(scratch / ".kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    env = clean_environment(scratch)
-    if os.geteuid() == 0 and args.hide:
-        hide_paths(args.hide, args.keep)
-    if os.geteuid() == 0 and args.uid is not None:
-        _give_to(scratch, args.uid)
-        os.chmod(scratch, 0o700)
-    apply_limits(limits)
-    if os.geteuid() == 0 and args.uid is not None:
-        os.setgroups([])
-        os.setgid(args.uid)
-        os.setuid(args.uid)
-    os.chdir(scratch)
+    try:
+        env = clean_environment(scratch)
+        if os.geteuid() == 0 and args.hide:
+            hide_paths(args.hide, args.keep)
+        if os.geteuid() == 0 and args.uid is not None:
+            _give_to(scratch, args.uid)
+            os.chmod(scratch, 0o700)
+        apply_limits(limits)
+        if os.geteuid() == 0 and args.uid is not None:
+            os.setgroups([])
+            os.setgid(args.uid)
+            os.setuid(args.uid)
+        os.chdir(scratch)
+    except Exception as error:  # fail closed: never start an unconfined kernel
+        print(f"{SANDBOX_FAILED} {type(error).__name__}: {error}", flush=True)
+        os._exit(70)
     os.execve(command[0], command, env)
 
 

@@ -1,0 +1,99 @@
+"""Grade a folder of submissions, several at a time, resumably.
+
+Submissions are laid out as nbgrader's ``submitted/{student_id}/{assignment_id}/``.
+Each worker slot has its own scratch directory and, under root, its own uid,
+so concurrent kernels cannot see each other.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .gradebook import Gradebook
+from .intake import InvalidSubmission, digest, locate
+from .judge import load_rubric
+from .layout import Course
+from .pipeline import Job, Settings, grade, notebook_name
+from .results import NotebookResult, Status
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
+
+
+def discover(submissions: Path, course: Course, only: list[str] | None = None) -> tuple[list[Job], list[NotebookResult]]:
+    """Jobs to grade, plus results for folders that cannot be graded at all."""
+    jobs, rejected = [], []
+    known = set(course.assignments())
+    for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()):
+        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.is_symlink()):
+            if only and folder.name not in only:
+                continue
+            if not SAFE_NAME.match(student.name) or folder.name not in known:
+                if SAFE_NAME.match(student.name) and SAFE_NAME.match(folder.name):
+                    rejected.append(NotebookResult(student.name, folder.name, notebook_name(folder.name), Status.INVALID_NOTEBOOK,
+                                                   f"unknown assignment {folder.name!r}"))
+                continue
+            jobs.append(Job(student.name, folder.name, folder))
+    return jobs, rejected
+
+
+def _fingerprint(job: Job) -> str | None:
+    try:
+        return digest(locate(job.folder, notebook_name(job.assignment_id)))
+    except (InvalidSubmission, OSError):
+        return None
+
+
+class Progress:
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.started, self.stream = total, 0, time.monotonic(), stream
+
+    def step(self, result: NotebookResult, reused: bool = False) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        bar = "#" * int(20 * self.done / max(self.total, 1))
+        note = "kept from earlier run" if reused else f"{result.seconds:.1f} s"
+        print(f"[{bar:<20}] {self.done}/{self.total} {result.student_id}/{result.assignment_id}: "
+              f"{result.status.value} {result.score:g}/{result.max_score:g} ({note}), ~{left:.0f} s left",
+              file=self.stream, flush=True)
+
+
+def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
+              only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
+    book = Gradebook(settings.out)
+    jobs, rejected = discover(submissions, course, only)
+    for result in rejected:
+        book.save(result, None)
+    todo, progress = [], Progress(len(jobs))
+    for job in jobs:
+        earlier = None if force else book.finished(job.student_id, job.assignment_id,
+                                                   notebook_name(job.assignment_id), _fingerprint(job))
+        if earlier is not None:
+            progress.step(earlier, reused=True)
+        else:
+            todo.append(job)
+    for assignment in {job.assignment_id for job in todo}:
+        load_rubric(course.rubric(assignment))  # import once, before threads race to do it
+    workers = max(1, workers or os.cpu_count() or 1)
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+
+    def run(job: Job) -> NotebookResult:
+        slot = slots.get()
+        try:
+            return grade(job, course, settings, slot)
+        finally:
+            slots.put(slot)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in as_completed([pool.submit(run, job) for job in todo]):
+            progress.step(future.result())
+    results = book.all_results()
+    book.write_tables(results)
+    return results

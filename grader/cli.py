@@ -1,0 +1,168 @@
+"""``python -m grader``: the course's command line (a stable interface).
+
+    grade     --submissions DIR --out DIR [--workers N]   grade nbgrader-style submissions
+    generate  [--check]                                   student notebooks from source/
+    execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
+    figures   [--check]                                   rebuild figures/ from source/
+    samples   [--check]                                   rebuild samples/submitted/
+    report    --out DIR                                   print a gradebook table
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+import time
+from pathlib import Path
+
+from .layout import Course
+from .sandbox import Limits
+
+
+def _parameter(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def cmd_grade(args) -> int:
+    from .batch import grade_all
+    from .pipeline import Settings
+    from .report import summary, table
+
+    limits = Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                    max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
+    settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
+                        confine=not args.no_confine)
+    started = time.monotonic()
+    results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
+                        only=args.assignment, force=args.force)
+    print(table(results))
+    print(summary(results, time.monotonic() - started))
+    print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
+          f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from .generate import generate, stale
+
+    course = Course.default()
+    if args.check:
+        outdated = stale(course)
+        for name in outdated:
+            print(f"stale: notebooks/{name} differs from what source/{name} generates; run `python -m grader generate`")
+        return 1 if outdated else 0
+    for path in generate(course):
+        print(f"wrote {path.relative_to(course.root)}")
+    return 0
+
+
+def cmd_execute(args) -> int:
+    from .execute import ExecutionFailed, execute
+
+    course = Course.default()
+    notebooks = args.notebooks or [course.source_notebook(a) for a in course.assignments()]
+    parameters = {name: _parameter(value) for name, value in args.parameter}
+    failed = 0
+    for notebook in notebooks:
+        notebook = Path(notebook).resolve()
+        out = args.out / notebook.name if args.out else notebook.with_name(notebook.stem + ".executed.ipynb")
+        print(f"executing {notebook} -> {out}", flush=True)
+        try:
+            execute(notebook, out, parameters=parameters, progress=not args.quiet)
+        except ExecutionFailed as error:
+            print(f"FAILED {error}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def cmd_figures(args) -> int:
+    from .figures import build_figures, stale_figures
+
+    course = Course.default()
+    if args.check:
+        outdated = stale_figures(course)
+        for name in outdated:
+            print(f"stale: figures/{name} differs from what source/ produces; run `python -m grader figures`")
+        return 1 if outdated else 0
+    for path in build_figures(course, progress=not args.quiet):
+        print(f"wrote {path.relative_to(course.root)}")
+    return 0
+
+
+def cmd_samples(args) -> int:
+    from .samples import build_samples, stale_samples
+
+    course = Course.default()
+    if args.check:
+        outdated = stale_samples(course)
+        for name in outdated:
+            print(f"stale: samples/submitted/{name}; run `python -m grader samples`")
+        return 1 if outdated else 0
+    for path in build_samples(course):
+        print(f"wrote {path.relative_to(course.root)}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .gradebook import Gradebook
+    from .report import table
+
+    print(table(Gradebook(args.out).all_results()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    defaults = Limits()
+
+    grade = sub.add_parser("grade", help="grade submitted/{student}/{assignment}/*.ipynb")
+    grade.add_argument("--submissions", type=Path, required=True)
+    grade.add_argument("--out", type=Path, required=True)
+    grade.add_argument("--workers", type=int, default=os.cpu_count())
+    grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    grade.add_argument("--num-devices", type=int, default=4)
+    grade.add_argument("--platform", default="cpu")
+    grade.add_argument("--cell-timeout", type=float, default=defaults.cell_timeout_s)
+    grade.add_argument("--notebook-timeout", type=float, default=defaults.notebook_timeout_s)
+    grade.add_argument("--memory-mb", type=int, default=defaults.memory_mb)
+    grade.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
+    grade.add_argument("--max-processes", type=int, default=defaults.max_processes)
+    grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
+    grade.add_argument("--no-confine", action="store_true",
+                       help="skip the uid switch and mount hiding (development only)")
+    grade.set_defaults(run=cmd_grade)
+
+    generate = sub.add_parser("generate", help="write notebooks/ from source/ with nbgrader")
+    generate.add_argument("--check", action="store_true", help="fail if notebooks/ is stale")
+    generate.set_defaults(run=cmd_generate)
+
+    execute = sub.add_parser("execute", help="execute notebooks headless with papermill")
+    execute.add_argument("notebooks", nargs="*", type=Path)
+    execute.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    execute.add_argument("--out", type=Path)
+    execute.add_argument("--quiet", action="store_true")
+    execute.set_defaults(run=cmd_execute)
+
+    figures = sub.add_parser("figures", help="rebuild figures/ by executing source/")
+    figures.add_argument("--check", action="store_true")
+    figures.add_argument("--quiet", action="store_true")
+    figures.set_defaults(run=cmd_figures)
+
+    samples = sub.add_parser("samples", help="rebuild the bundled sample submissions")
+    samples.add_argument("--check", action="store_true")
+    samples.set_defaults(run=cmd_samples)
+
+    report = sub.add_parser("report", help="print the gradebook of a grading output folder")
+    report.add_argument("--out", type=Path, required=True)
+    report.set_defaults(run=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    sys.exit(args.run(args))

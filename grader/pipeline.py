@@ -1,0 +1,160 @@
+"""Grade one submitted notebook: a fixed sequence of small steps.
+
+    locate -> read -> rebuild on the course skeleton -> scan learner code
+    -> execute confined -> judge recorded values -> decide status
+    -> write autograded notebook, feedback and result
+
+Anything the submission does ends in a recorded status; only a bug in the
+grader itself becomes ``grader_error``, and even that is recorded.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+import coursekit
+
+from . import cells, intake, restore, scan
+from .feedback import render
+from .gradebook import Gradebook, atomic_write
+from .judge import Evidence, load_rubric
+from .kernel_run import Execution, execute_confined
+from .layout import Course
+from .records import records_of_cell
+from .results import NotebookResult, Status, TestResult
+from .sandbox import Confinement, Limits
+
+
+@dataclass
+class Job:
+    student_id: str
+    assignment_id: str
+    folder: Path  # submitted/{student}/{assignment}
+
+
+@dataclass
+class Settings:
+    out: Path
+    limits: Limits = field(default_factory=Limits)
+    num_devices: int = 4
+    platform: str = "cpu"
+    scratch_root: Path | None = None
+    confine: bool = True
+
+
+def notebook_name(assignment: str) -> str:
+    return f"{assignment}.ipynb"
+
+
+def grade(job: Job, course: Course, settings: Settings, slot: int = 0) -> NotebookResult:
+    started = time.monotonic()
+    name = notebook_name(job.assignment_id)
+    book = Gradebook(settings.out)
+    source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
+    result = NotebookResult(job.student_id, job.assignment_id, name, Status.GRADED, "")
+    result.tests = [TestResult(cells.grade_id(c), 0.0, cells.points(c), False, "not run")
+                    for c in source.cells if cells.is_autograded_test(c)]
+    result.manual_max_score = sum(cells.points(c) for c in source.cells if cells.is_manual_answer(c))
+    sha = None
+    executed = None
+    try:
+        submission = intake.read(intake.locate(job.folder, name))
+        sha = submission.sha256
+        release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
+        rebuilt, result.tampering = restore.rebuild(source, release, submission.notebook)
+        if submission.duplicate_cell_ids:
+            result.tampering.insert(0, f"duplicated cell ids: {', '.join(submission.duplicate_cell_ids)}")
+        result.flags = learner_flags(rebuilt)
+        restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
+                                            "figures_dir": "figures"})
+        execution = run_confined(rebuilt, settings, job, slot)
+        executed = execution.notebook
+        result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices)
+        result.events = [f"stopped at cell {execution.stopped_at_cell}: {execution.message}"] if execution.stopped else []
+        result.status, result.message = decide_status(result, execution)
+    except intake.InvalidSubmission as invalid:
+        result.status, result.message = Status(invalid.status), invalid.message
+        result.tests = [TestResult(t.grade_id, 0.0, t.max_points, False, "not graded: " + invalid.message)
+                        for t in result.tests]
+    except Exception:  # a grader bug must not stop the class's run
+        result.status = Status.GRADER_ERROR
+        result.message = "internal grader error: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
+        print(traceback.format_exc(), file=sys.stderr)
+    result.seconds = round(time.monotonic() - started, 2)
+    if executed is not None:
+        atomic_write(book.autograded_path(job.student_id, job.assignment_id, name), nbformat.writes(executed))
+    atomic_write(book.feedback_path(job.student_id, job.assignment_id, name), render(result, executed))
+    book.save(result, sha)
+    return result
+
+
+def learner_flags(nb) -> list[str]:
+    flags: list[str] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if cells.is_solution(cell):
+            flags += scan.flags_for(f"cell {cells.grade_id(cell)}", cell.source)
+        elif not cells.nbgrader(cell) and "injected-parameters" not in cell.metadata.get("tags", []):
+            flags += scan.flags_for(f"added cell {index}", cell.source)
+    return flags
+
+
+def run_confined(nb, settings: Settings, job: Job, slot: int) -> Execution:
+    scratch = Path(tempfile.mkdtemp(prefix=f"grade-{slot}-", dir=settings.scratch_root))
+    try:
+        conf = Confinement(scratch=scratch, limits=settings.limits)
+        if settings.confine:
+            conf.uid = 61000 + slot
+            course_root = Path(__file__).resolve().parent.parent
+            conf.hide = [course_root, settings.out.resolve(), job.folder.resolve().parent.parent, Path.home()]
+            # The kernel needs Python, the environment and the public kernel helpers.
+            conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
+        return execute_confined(nb, conf)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int) -> list[TestResult]:
+    rubric = load_rubric(course.rubric(assignment))
+    executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
+    results = []
+    for cell in source.cells:
+        if not cells.is_autograded_test(cell):
+            continue
+        gid, points = cells.grade_id(cell), cells.points(cell)
+        ran = executed.get(gid)
+        if ran is None or ran.get("execution_count") is None and not ran.get("outputs"):
+            reason = execution.message or "the notebook stopped before this test"
+            results.append(TestResult(gid, 0.0, points, False, f"not run: {reason}"))
+            continue
+        records, broken = records_of_cell(ran)
+        passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices))
+        if not passed:
+            error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
+            if error is not None and not records:
+                message = f"{message}; the test cell raised {error.get('ename')}"
+        results.append(TestResult(gid, points if passed else 0.0, points, passed, message))
+    return results
+
+
+def decide_status(result: NotebookResult, execution: Execution) -> tuple[Status, str]:
+    if execution.stopped in ("timed_out", "kernel_died", "too_much_output"):
+        return Status(execution.stopped), execution.message
+    if execution.stopped == "exited":
+        return Status.KERNEL_DIED, execution.message
+    if result.tampering:
+        return Status.TAMPERED, f"{len(result.tampering)} instructor cell change(s) undone: " + "; ".join(result.tampering[:3])
+    if result.flags:
+        return Status.SUSPICIOUS, f"{len(result.flags)} construct(s) flagged for review: " + "; ".join(result.flags[:2])
+    if execution.stopped == "out_of_memory":
+        return Status.OUT_OF_MEMORY, execution.message
+    passed = sum(t.passed for t in result.tests)
+    return Status.GRADED, f"{passed} of {len(result.tests)} tests passed"

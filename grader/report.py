@@ -1,0 +1,26 @@
+"""The gradebook as a console table."""
+from __future__ import annotations
+
+from .results import NotebookResult
+
+
+def table(results: list[NotebookResult]) -> str:
+    header = ("student", "notebook", "points", "manual", "status", "message")
+    rows = [header]
+    for r in results:
+        manual = f"?/{r.manual_max_score:g}" if r.manual_max_score else "-"
+        rows.append((r.student_id, r.assignment_id, f"{r.score:g}/{r.max_score:g}", manual, r.status.value,
+                     (r.message[:60] + "…") if len(r.message) > 61 else r.message))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def summary(results: list[NotebookResult], seconds: float) -> str:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    by_status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    rate = len(results) / seconds * 60 if seconds > 0 else 0.0
+    return f"{len(results)} notebooks ({by_status}) in {seconds:.1f} s, {rate:.1f} per minute"

@@ -1,0 +1,108 @@
+"""Rebuild a submission on the instructor's skeleton and report tampering.
+
+Only the learner's solution cells and the code cells they added are taken
+from the submission. Every other cell (setup, teaching code, tests with their
+hidden parts, markdown, and all nbgrader metadata such as points) comes from
+``source/``. Differences between the submitted copy of an instructor cell and
+the released one are reported as tampering; the grade uses the restored cell.
+"""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+
+from . import cells
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.rstrip() for line in str(text).strip().splitlines())
+
+
+def _graded_fields(cell) -> dict:
+    meta = cells.nbgrader(cell)
+    return {key: meta.get(key) for key in ("grade_id", "grade", "solution", "locked", "points", "task")}
+
+
+def _index(nb) -> tuple[dict[str, list], dict[str, object]]:
+    by_grade: dict[str, list] = {}
+    by_id: dict[str, object] = {}
+    for cell in nb.cells:
+        gid = cells.grade_id(cell)
+        if gid:
+            by_grade.setdefault(gid, []).append(cell)
+        if isinstance(cell.get("id"), str):
+            by_id.setdefault(cell["id"], cell)
+    return by_grade, by_id
+
+
+def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str]]:
+    """(notebook to execute, tampering notes)."""
+    tampering: list[str] = []
+    released, _ = _index(release)
+    known_grade_ids = {cells.grade_id(c) for c in source.cells if cells.grade_id(c)}
+    source_ids = {c.get("id") for c in source.cells}
+    submitted_grade, _ = _index(submitted)
+
+    for gid, found in submitted_grade.items():
+        if len(found) > 1:
+            tampering.append(f"cell {gid} appears {len(found)} times; the first copy was used")
+
+    # Learner cells that belong to no instructor cell stay, after the instructor
+    # cell that preceded them.
+    added: dict[str | None, list] = {}
+    anchor: str | None = None
+    for cell in submitted.cells:
+        gid = cells.grade_id(cell)
+        if gid in known_grade_ids:
+            anchor = gid
+            continue
+        if cell.get("id") in source_ids and not gid:
+            continue
+        if cell.cell_type != "code":
+            continue
+        if gid or cells.is_grade(cell):
+            tampering.append(f"an added cell claims nbgrader metadata ({gid or 'no id'}); it was kept as plain code")
+        clean = nbformat.v4.new_code_cell(cell.source)
+        added.setdefault(anchor, []).append(clean)
+
+    rebuilt = []
+    rebuilt.extend(added.get(None, []))
+    for cell in source.cells:
+        gid = cells.grade_id(cell)
+        new = copy.deepcopy(cell)
+        if new.cell_type == "code":
+            new.outputs, new.execution_count = [], None
+        if gid and cells.is_solution(cell):
+            mine = submitted_grade.get(gid)
+            if not mine:
+                tampering.append(f"solution cell {gid} was deleted")
+                new.source = ""
+            else:
+                new.source = mine[0].source if isinstance(mine[0].source, str) else ""
+        elif gid:
+            theirs = submitted_grade.get(gid)
+            ours = released.get(gid, [cell])[0]
+            if not theirs:
+                tampering.append(f"cell {gid} was deleted; restored from the course")
+            else:
+                if _norm(theirs[0].source) != _norm(ours.source):
+                    tampering.append(f"cell {gid} was edited; restored from the course")
+                if _graded_fields(theirs[0]) != _graded_fields(ours):
+                    tampering.append(f"cell {gid} metadata was changed; restored from the course")
+        rebuilt.append(new)
+        if gid:
+            rebuilt.extend(added.get(gid, []))
+    nb = nbformat.v4.new_notebook(cells=rebuilt, metadata=copy.deepcopy(source.metadata))
+    return nb, tampering
+
+
+def inject_parameters(nb, parameters: dict) -> None:
+    """Insert papermill-style overrides after the cell tagged ``parameters``."""
+    text = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+    injected = nbformat.v4.new_code_cell(text, metadata={"tags": ["injected-parameters"]})
+    for index, cell in enumerate(nb.cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            nb.cells.insert(index + 1, injected)
+            return
+    nb.cells.insert(0, injected)
