@@ -85,6 +85,29 @@ def _kill_group(km: AsyncKernelManager) -> None:
         process.kill()
 
 
+def kill_uid(uid: int) -> int:
+    """Kill every process of the slot's uid: children that left the process group too."""
+    if os.geteuid() != 0:
+        return 0
+    killed = 0
+    for _ in range(5):  # a forking process may create more while we sweep
+        found = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found += 1
+            except (ProcessLookupError, FileNotFoundError, PermissionError):
+                continue
+        killed += found
+        if not found:
+            break
+        time.sleep(0.05)
+    return killed
+
+
 def _exit_status(km: AsyncKernelManager) -> int | None:
     process = getattr(km.provisioner, "process", None) if km.provisioner else None
     return None if process is None else process.poll()
@@ -190,6 +213,8 @@ def execute_confined(nb, conf: Confinement, *, start_cell: int = 0) -> Execution
         run.stopped, run.message = "kernel_died", "the kernel died"
     except RuntimeError as error:  # kernel failed to start, or died while starting
         run.stopped, run.message = "kernel_died", f"the kernel could not run: {error}"
+    if conf.uid is not None:
+        kill_uid(conf.uid)
     log = _kernel_log(conf)
     if SANDBOX_FAILED in log:
         raise SandboxError(log[log.index(SANDBOX_FAILED):].splitlines()[0])

@@ -31,11 +31,12 @@ SUSPICIOUS_NAMES = {
     "__class__": "changes an object's class",
     "__eq__": "defines custom equality",
     "__array__": "imitates an array",
+    "MIME_TYPE": "publishes grader records itself",
 }
 PATCHED_MODULES = {"np", "numpy", "jnp", "jax", "testing", "math", "IPython", "sys", "os", "builtins", "coursekit", "record"}
 
 
-def _describe_target(node: ast.AST) -> str | None:
+def _describe_target(node: ast.AST, modules: set[str] = frozenset()) -> str | None:
     """'np.testing.assert_allclose' if ``node`` is an attribute of a module-like name."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -43,7 +44,7 @@ def _describe_target(node: ast.AST) -> str | None:
         node = node.value
     if isinstance(node, ast.Name):
         parts.append(node.id)
-        if parts[-1] in PATCHED_MODULES and len(parts) > 1:
+        if (parts[-1] in PATCHED_MODULES or parts[-1] in modules) and len(parts) > 1:
             return ".".join(reversed(parts))
     return None
 
@@ -66,6 +67,11 @@ def flags_for(label: str, source: str) -> list[str]:
     except SyntaxError:
         return []
     found: list[str] = []
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
 
     def note(node: ast.AST, text: str) -> None:
         entry = f"{label} line {getattr(node, 'lineno', '?')}: {text}"
@@ -76,7 +82,7 @@ def flags_for(label: str, source: str) -> list[str]:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                patched = _describe_target(target)
+                patched = _describe_target(target, imported)
                 if patched:
                     note(node, f"assigns to {patched} (monkeypatching a module)")
         elif isinstance(node, ast.Call):

@@ -9,6 +9,11 @@ A scenario file is Python with a header and ``# %%`` sections::
     # %% cell train-step
     def loss(...): ...
 
+Further headers: ``filename`` (submit under another name), ``delete``,
+``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
+notebooks; ``requires`` names a capability a test must prove first;
+``expect-status`` may list several acceptable statuses.
+
 ``base`` picks the starting notebook: the instructor's solutions (hidden
 tests removed, like a learner's copy) or the generated student notebook.
 Each ``# %% cell GRADE_ID`` section replaces that cell's source; ``# %% raw``
@@ -20,6 +25,7 @@ the end.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +116,16 @@ def build(course: Course, assignment: str, scenario: Scenario) -> str:
     else:
         nb = solution_copy(nbformat.read(course.source_notebook(assignment), as_version=4))
     by_id = {cells.grade_id(c): c for c in nb.cells if cells.grade_id(c)}
+    # Tampering scenarios edit the notebook's structure, not just sources.
+    for grade_id in scenario.headers.get("delete", "").split():
+        nb.cells.remove(by_id[grade_id])
+    if "points" in scenario.headers:
+        grade_id, value = scenario.headers["points"].split()
+        by_id[grade_id].metadata["nbgrader"]["points"] = float(value)
+    for grade_id in scenario.headers.get("duplicate", "").split():
+        twin = copy.deepcopy(by_id[grade_id])
+        twin.source = "answer = 1"
+        nb.cells.insert(nb.cells.index(by_id[grade_id]), twin)
     for grade_id, source in scenario.replace.items():
         if grade_id not in by_id:
             raise KeyError(f"{scenario.name}: no cell {grade_id!r} in {assignment}")
@@ -118,6 +134,9 @@ def build(course: Course, assignment: str, scenario: Scenario) -> str:
         new = nbformat.v4.new_code_cell(source)
         position = len(nb.cells) if after is None else nb.cells.index(by_id[after]) + 1
         nb.cells.insert(position, new)
+    if "duplicate" in scenario.headers:
+        # nbformat would repair the duplicated ids on write; keep them, as a hostile file would.
+        return json.dumps(nb, indent=1, sort_keys=True) + "\n"
     return nbformat.writes(nb)
 
 

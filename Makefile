@@ -1,0 +1,42 @@
+# Two commands set up everything on a fresh machine (Python 3.11 + pip):
+#   make demo   build student notebooks, execute the instructor notebooks, grade the samples
+#   make test   run the test suite
+# Both create .venv/ first if it is missing or out of date.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+GRADING := .
+
+.PHONY: demo test lab generate figures samples grade clean-grading
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m grader generate
+	$(PY) -m grader figures
+	$(PY) -m grader samples
+	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+generate: $(STAMP)
+	$(PY) -m grader generate
+
+figures: $(STAMP)
+	$(PY) -m grader figures
+
+samples: $(STAMP)
+	$(PY) -m grader samples
+
+clean-grading:
+	rm -rf autograded feedback results grades.csv results.json

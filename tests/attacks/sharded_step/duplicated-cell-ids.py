@@ -1,0 +1,5 @@
+# scenario: duplicates the quiz cell (same grade_id and cell id) with a wrong answer first
+# base: solution
+# duplicate: quiz
+# expect-status: tampered
+# expect-fail:

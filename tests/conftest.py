@@ -1,0 +1,83 @@
+"""Shared fixtures: the course, and one batch grading run over every scenario.
+
+Grading is the slow part (a kernel per notebook), so all scenario files
+(bundled samples, wrong-answer corpora, attacks) are graded together once per
+session with the project's own parallel grader; the tests then read results.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade_all
+from grader.layout import Course
+from grader.pipeline import Settings
+from grader.results import NotebookResult
+from grader.sandbox import Limits
+from grader.variants import Scenario, parse, write_submission
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO_GROUPS = {
+    "sample": ROOT / "samples" / "scenarios",
+    "corpus": ROOT / "tests" / "corpus",
+    "attack": ROOT / "tests" / "attacks",
+}
+CORPUS_LIMITS = Limits(cell_timeout_s=25, notebook_timeout_s=240, memory_mb=3072, max_output_bytes=4 * 1024 * 1024)
+
+
+@dataclass
+class Case:
+    group: str
+    assignment: str
+    scenario: Scenario
+
+    @property
+    def student(self) -> str:
+        return f"{self.group}-{self.scenario.name}"
+
+    @property
+    def id(self) -> str:
+        return f"{self.group}/{self.assignment}/{self.scenario.name}"
+
+
+def all_cases() -> list[Case]:
+    course = Course.default()
+    cases = []
+    for group, folder in SCENARIO_GROUPS.items():
+        for assignment in course.assignments():
+            for path in sorted((folder / assignment).glob("*.py")):
+                cases.append(Case(group, assignment, parse(path)))
+    return cases
+
+
+def process_limit_proven() -> bool:
+    from test_sandbox import prove_process_limit  # noqa: PLC0415 - shared proof
+
+    return prove_process_limit()
+
+
+@pytest.fixture(scope="session")
+def course() -> Course:
+    return Course.default()
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory, course) -> dict[str, tuple[Case, NotebookResult]]:
+    base = tmp_path_factory.mktemp("corpus")
+    submitted = base / "submitted"
+    cases = [c for c in all_cases() if "requires" not in c.scenario.headers
+             or (c.scenario.headers["requires"] == "process-limit" and process_limit_proven())]
+    for case in cases:
+        write_submission(course, case.assignment, case.scenario, submitted, case.student)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}
+    settings = Settings(out=base / "out", limits=CORPUS_LIMITS)
+    results = grade_all(submitted, course, settings, workers=os.cpu_count() or 2)
+    after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}
+    by_key = {(r.student_id, r.assignment_id): r for r in results}
+    graded = {c.id: (c, by_key[(c.student, c.assignment)]) for c in cases}
+    graded["__meta__"] = (before == after, settings.out)
+    return graded

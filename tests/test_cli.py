@@ -1,0 +1,48 @@
+"""The command line contract: grade, resume after a kill, identical regrades."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from grader.variants import parse, write_submission
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", "grade", "--submissions", str(submissions),
+                           "--out", str(out), "--workers", "1", *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+def test_kill_then_resume_keeps_finished_grades_and_regrade_is_identical(tmp_path, course):
+    submitted = tmp_path / "submitted"
+    for student in ("s1", "s2", "s3"):
+        scenario = parse(ROOT / "samples" / "scenarios" / "sharded_step" / ("ada.py" if student != "s2" else "chen.py"))
+        write_submission(course, "sharded_step", scenario, submitted, student)
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "grader", "grade", "--submissions", str(submitted),
+                                "--out", str(out), "--workers", "1"], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not list((out / "results").glob("*/*/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    import os
+
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = {p: p.read_text() for p in (out / "results").glob("*/*/*.json")}
+    assert 1 <= len(finished) < 3
+    resumed = _grade(submitted, out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.count("kept from earlier run") == len(finished)
+    for path, text in finished.items():
+        assert path.read_text() == text
+    first = (out / "grades.csv").read_text()
+    assert _grade(submitted, out, "--force").returncode == 0
+    assert (out / "grades.csv").read_text() == first
+    assert "s2,sharded_step,sharded_step.ipynb,1,11" in first
+    assert "s1,sharded_step,sharded_step.ipynb,11,11" in first

@@ -1,0 +1,50 @@
+"""Every scenario ends with its stated status and loses exactly its targeted tests."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import all_cases
+
+CASES = all_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_scenario_grades_as_stated(graded, case):
+    if case.id not in graded:
+        pytest.skip(f"{case.id} needs a capability this machine did not prove: {case.scenario.headers.get('requires')}")
+    _, result = graded[case.id]
+    allowed = case.scenario.expect_status.split()
+    assert result.status.value in allowed, f"{case.id}: {result.status.value} ({result.message})"
+    failed = {t.grade_id for t in result.tests if not t.passed}
+    expected = set(case.scenario.expect_fail)
+    messages = {t.grade_id: t.message for t in result.tests if not t.passed}
+    assert failed == expected, f"{case.id}: lost {sorted(failed)}, expected {sorted(expected)}: {messages}"
+    for test in result.tests:
+        assert test.points == (test.max_points if test.passed else 0)
+
+
+def test_no_submission_file_changed_during_grading(graded):
+    unchanged, _ = graded["__meta__"]
+    assert unchanged, "a submission changed another student's files"
+
+
+def test_feedback_does_not_leak_hidden_tests_or_references(graded, course):
+    _, out = graded["__meta__"]
+    pages = list((out / "feedback").rglob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        assert "BEGIN HIDDEN TESTS" not in text
+        assert "random_regression(seed=" not in text
+        assert "application/vnd.jax-course.record" not in text
+
+
+def test_grades_csv_has_every_case(graded):
+    import csv
+
+    _, out = graded["__meta__"]
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert {"student_id", "assignment_id", "notebook", "score", "max_score", "manual_score",
+            "manual_max_score", "status", "message"} <= set(rows[0])
+    students = {(c.student, c.assignment) for key, (c, _) in graded.items() if key != "__meta__"}
+    assert students <= {(r["student_id"], r["assignment_id"]) for r in rows}

@@ -1,0 +1,109 @@
+"""Small, fast checks of the grader's pieces."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import numpy as np
+import pytest
+
+from coursekit.record import MIME_TYPE, encode
+from grader import intake, restore, scan
+from grader.judge import Evidence, Mismatch, Rubric
+from grader.records import decode, records_of_cell
+
+
+def _cell_with(*payloads):
+    outputs = [{"output_type": "display_data", "metadata": {}, "data": {MIME_TYPE: p}} for p in payloads]
+    return {"cell_type": "code", "outputs": outputs}
+
+
+def test_float64_subclass_and_fake_arrays_are_rejected():
+    class Sneaky(np.float64):
+        pass
+
+    class Fake:
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros(2)
+
+    assert encode(Sneaky(1.0))["kind"] == "rejected"
+    assert encode(Fake())["kind"] == "rejected"
+    assert encode(np.float32(1.5))["kind"] == "array"
+    records, _ = records_of_cell(_cell_with({"key": "g", "value": encode(Fake())}))
+    with pytest.raises(Mismatch, match="plain NumPy"):
+        Evidence(records).close("g", [0.0, 0.0])
+
+
+def test_duplicate_record_makes_key_unusable():
+    good = {"key": "g", "value": encode(np.array([1.0, 2.0]))}
+    records, broken = records_of_cell(_cell_with(good, good))
+    assert "g" in broken and "g" not in records
+    with pytest.raises(Mismatch, match="more than once"):
+        Evidence(records, broken).close("g", [1.0, 2.0])
+
+
+def test_malformed_payloads_never_pass():
+    for value in [{"kind": "array", "dtype": "object", "shape": [1], "data": [1]},
+                  {"kind": "array", "dtype": "float32", "shape": [3], "data": [1.0]},
+                  {"kind": "array", "dtype": "float32", "shape": [1], "data": ["1"]}]:
+        records, broken = records_of_cell(_cell_with({"key": "g", "value": value}))
+        with pytest.raises(Mismatch):
+            Evidence(records, broken).close("g", [1.0])
+
+
+def test_close_checks_values_shape_and_nan():
+    evidence = Evidence({"g": decode(encode(np.array([1.0, np.nan], dtype=np.float32)))})
+    with pytest.raises(Mismatch, match="NaN"):
+        evidence.close("g", [1.0, 2.0])
+    evidence = Evidence({"g": decode(encode(np.array([1.0, 2.0], dtype=np.float32)))})
+    evidence.close("g", [1.0, 2.0])
+    with pytest.raises(Mismatch, match="shape"):
+        evidence.close("g", [1.0, 2.0, 3.0])
+    with pytest.raises(Mismatch, match="differs"):
+        evidence.close("g", [1.0, 2.5])
+
+
+def test_rubric_reports_failure_message_without_reference_values():
+    rubric = Rubric()
+
+    @rubric.test("t")
+    def _(e):
+        e.close("g", [123.456])
+
+    passed, message = rubric.judge("t", Evidence({"g": decode(encode(np.array([1.0])))}))
+    assert not passed and "123" not in message
+
+
+def test_intake_rejects_non_json_and_non_notebooks(tmp_path):
+    bad = tmp_path / "a.ipynb"
+    bad.write_text("{not json")
+    with pytest.raises(intake.InvalidSubmission, match="not valid JSON"):
+        intake.read(bad)
+    bad.write_text(json.dumps({"cells": "nope"}))
+    with pytest.raises(intake.InvalidSubmission, match="not a Jupyter notebook"):
+        intake.read(bad)
+
+
+def test_rebuild_restores_edited_locked_cells_and_keeps_added_code(course):
+    source = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    release = nbformat.read(course.release_notebook("sharded_step"), as_version=4)
+    submitted = nbformat.read(course.release_notebook("sharded_step"), as_version=4)
+    setup = next(c for c in submitted.cells if c.get("id") == "setup")
+    setup.source = "devices = [1, 2, 3, 4]"
+    submitted.cells.insert(submitted.cells.index(setup) + 1, nbformat.v4.new_code_cell("helper = 1"))
+    rebuilt, tampering = restore.rebuild(source, release, submitted)
+    assert any("setup was edited" in t for t in tampering)
+    restored = next(c for c in rebuilt.cells if c.get("id") == "setup")
+    assert "start_jax" in restored.source
+    sources = [c.source for c in rebuilt.cells]
+    assert sources[sources.index(restored.source) + 1] == "helper = 1"
+    hidden = next(c for c in rebuilt.cells if c.get("id") == "test-loss-and-gradient")
+    assert "BEGIN HIDDEN TESTS" in hidden.source
+
+
+def test_scan_flags_monkeypatching_and_leaves_honest_code_alone():
+    flags = scan.flags_for("c", "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None\n")
+    assert flags and "monkeypatching" in flags[0]
+    assert scan.flags_for("c", "import os\nos._exit(0)")
+    assert scan.flags_for("c", "open('/work/main/source/x.ipynb')")
+    assert scan.flags_for("c", "def loss(w, x, y):\n    return ((x @ w - y) ** 2).mean()\n") == []
