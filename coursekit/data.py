@@ -32,3 +32,69 @@ def collectives_batch() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = x @ np.linspace(-0.4, 0.3, 8, dtype=np.float32)
     w = np.linspace(0.1, -0.2, 8, dtype=np.float32)
     return x, y, w
+
+
+# -- local_mean_diagnosis: shards of unequal size, masked token losses ---------
+
+
+def ragged_shards(seed: int, num_shards: int) -> list[np.ndarray]:
+    """Per-example values (float64) in ``num_shards`` shards of 1 to 5 examples, not all the same size.
+
+    Shard ``k`` is centred on ``k``, so its local mean differs from the others'.
+    """
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, size=num_shards)
+    if np.all(sizes == sizes[0]):
+        sizes[0] = sizes[0] % 5 + 1
+    return [rng.normal(loc=float(k), size=int(n)) for k, n in enumerate(sizes)]
+
+
+def masked_tokens(
+    seed: int,
+    num_shards: int,
+    *,
+    seqs_per_shard: int = 2,
+    tokens: int = 6,
+    empty=(1,),
+    scatter: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token losses and a validity mask for a batch split by sequence into ``num_shards`` shards.
+
+    Returns ``(losses, mask)``: positive float32 losses of shape
+    ``(num_shards * seqs_per_shard, tokens)`` and a boolean mask of the same shape,
+    True where the token is a target. Shard ``k`` holds sequences
+    ``k * seqs_per_shard`` to ``(k + 1) * seqs_per_shard - 1``. The shards listed in
+    ``empty`` (indices taken modulo ``num_shards``) hold no valid token; every other
+    shard holds at least one. Valid tokens are a prefix of each sequence (padding at
+    the end), or drawn token by token with ``scatter=True``.
+    """
+    rng = np.random.default_rng(seed)
+    rows = num_shards * seqs_per_shard
+    losses = np.round(rng.uniform(0.2, 3.0, size=(rows, tokens)), 1).astype(np.float32)
+    if scatter:
+        mask = rng.random((rows, tokens)) < 0.55
+    else:
+        lengths = rng.integers(0, tokens + 1, size=rows)
+        mask = np.arange(tokens) < lengths[:, None]
+    empty_shards = {int(k) % num_shards for k in empty}
+    for k in range(num_shards):
+        block = slice(k * seqs_per_shard, (k + 1) * seqs_per_shard)
+        if k in empty_shards:
+            mask[block] = False
+        elif not mask[block].any():
+            mask[block.start, 0] = True
+    return losses, mask
+
+
+def shard_partials(seed: int, num_shards: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-shard sums (float64) and counts (int64) of valid contributions; shard 0 is empty.
+
+    The total count is larger than ``num_shards``, so dividing by the number of shards
+    gives a different number than dividing by the count.
+    """
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 9, size=num_shards)
+    counts[0] = 0
+    counts[-1] += num_shards + 1
+    sums = counts * rng.uniform(0.5, 2.5, size=num_shards)
+    return sums, counts

@@ -9,6 +9,8 @@ grader itself becomes ``grader_error``, and even that is recorded.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import shutil
 import sys
 import tempfile
@@ -107,19 +109,45 @@ def learner_flags(nb) -> list[str]:
     return flags
 
 
+UID_RANGE = range(61000, 62000)
+UID_LOCKS = Path(tempfile.gettempdir()) / "grader-uid-locks"
+
+
+@contextlib.contextmanager
+def leased_uid():
+    """An unprivileged uid no other grading process on this machine is using.
+
+    The grader kills every process of a finished kernel's uid, so two runs
+    must never share one; an flock per uid arbitrates across processes.
+    """
+    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    for uid in UID_RANGE:
+        handle = open(UID_LOCKS / str(uid), "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        try:
+            yield uid
+        finally:
+            handle.close()
+        return
+    raise RuntimeError("no free sandbox uid")
+
+
 def run_confined(nb, settings: Settings, job: Job, slot: int) -> Execution:
     scratch = Path(tempfile.mkdtemp(prefix=f"grade-{slot}-", dir=settings.scratch_root))
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
-            conf.uid = 61000 + slot
+            conf.uid = stack.enter_context(leased_uid())
             course_root = Path(__file__).resolve().parent.parent
             conf.hide = [course_root, settings.out.resolve(), job.folder.resolve().parent.parent, Path.home()]
             # The kernel needs Python, the environment and the public kernel helpers.
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
         return execute_confined(nb, conf)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int) -> list[TestResult]:

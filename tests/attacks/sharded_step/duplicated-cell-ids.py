@@ -1,5 +1,5 @@
-# scenario: duplicates the quiz cell (same grade_id and cell id) with a wrong answer first
+# scenario: duplicates the quiz cell (same grade_id and cell id) with a wrong answer first; the first copy counts
 # base: solution
 # duplicate: quiz
 # expect-status: tampered
-# expect-fail:
+# expect-fail: test-quiz
