@@ -1,24 +1,27 @@
 """Grade a folder of submissions, several at a time, resumably.
 
 Submissions are laid out as nbgrader's ``submitted/{student_id}/{assignment_id}/``.
-Each worker slot has its own scratch directory and, under root, its own uid,
+Each kernel has its own scratch directory and, under root, its own leased uid,
 so concurrent kernels cannot see each other.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import queue
+import threading
 import re
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .gradebook import Gradebook
 from .intake import InvalidSubmission, digest, locate
 from .judge import load_rubric
 from .layout import Course
-from .pipeline import Job, Settings, grade, notebook_name
+from .kernel_run import run_in, start_kernel, stop_kernel
+from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare
 from .results import NotebookResult, Status
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
@@ -63,6 +66,54 @@ class Progress:
               file=self.stream, flush=True)
 
 
+async def _warm_kernel(settings: Settings):
+    """A confined kernel with the libraries imported, and the stack that frees it."""
+    stack = contextlib.AsyncExitStack()
+    try:
+        conf = await stack.enter_async_context(confinement(settings))
+        kernel = await start_kernel(conf)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return kernel, stack
+
+
+async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report) -> None:
+    """Grade jobs one after another; with pre-warming, the next kernel starts
+    while the current notebook runs. Each kernel runs exactly one notebook."""
+    warm: asyncio.Task | None = None
+    try:
+        while True:
+            try:
+                job = jobs.get_nowait()
+            except queue.Empty:
+                return
+            prepared = None
+            try:
+                prepared = prepare(job, course, settings)
+                if prepared.notebook is None:
+                    report(finish(prepared, None, course, settings))
+                    continue
+                current = warm or asyncio.ensure_future(_warm_kernel(settings))
+                warm = asyncio.ensure_future(_warm_kernel(settings)) if settings.prewarm and not jobs.empty() else None
+                kernel, stack = await current
+                try:
+                    execution = await run_in(kernel, prepared.notebook, kernel.conf)
+                finally:
+                    await stack.aclose()
+                report(finish(prepared, execution, course, settings))
+            except Exception:
+                report(grader_error(job, course, settings, prepared))
+    finally:
+        if warm is not None:
+            try:
+                kernel, stack = await warm
+                await stop_kernel(kernel)
+                await stack.aclose()
+            except Exception:
+                pass
+
+
 def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
               only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
     book = Gradebook(settings.out)
@@ -79,21 +130,23 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
             todo.append(job)
     for assignment in {job.assignment_id for job in todo}:
         load_rubric(course.rubric(assignment))  # import once, before threads race to do it
-    workers = max(1, workers or os.cpu_count() or 1)
-    slots: queue.Queue[int] = queue.Queue()
-    for slot in range(workers):
-        slots.put(slot)
+    settings.hidden = [*settings.hidden, submissions.resolve()]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    queued: queue.Queue[Job] = queue.Queue()
+    for job in todo:
+        queued.put(job)
+    lock = threading.Lock()
 
-    def run(job: Job) -> NotebookResult:
-        slot = slots.get()
-        try:
-            return grade(job, course, settings, slot)
-        finally:
-            slots.put(slot)
+    def report(result: NotebookResult) -> None:
+        with lock:
+            progress.step(result)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in as_completed([pool.submit(run, job) for job in todo]):
-            progress.step(future.result())
+    threads = [threading.Thread(target=asyncio.run, args=(_worker(queued, course, settings, report),))
+               for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     results = book.all_results()
     book.write_tables(results)
     return results

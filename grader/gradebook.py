@@ -55,8 +55,8 @@ class Gradebook:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
-        if data.pop("submission_sha256", None) != sha256:
-            return None
+        if data.pop("submission_sha256", None) != sha256 or data.get("status") == "grader_error":
+            return None  # changed since, or our own failure: grade again
         return NotebookResult.from_dict(data)
 
     def all_results(self) -> list[NotebookResult]:

@@ -120,30 +120,89 @@ def _kernel_log(conf: Confinement) -> str:
         return ""
 
 
-async def _run(nb, conf: Confinement, run: Execution, start_cell: int) -> None:
-    limits = conf.limits
+PRELOAD = "import numpy, jax, jax.numpy, IPython.display"
+
+
+@dataclass
+class Kernel:
+    """A started, confined kernel, used for exactly one notebook."""
+
+    conf: Confinement
+    km: AsyncKernelManager
+    kc: object
+    release: object = None  # callable that frees the scratch folder and uid lease
+
+
+async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeout: float = 120) -> Kernel:
+    """Start a kernel in ``conf`` and, optionally, import the heavy libraries.
+
+    Importing JAX does not start its backend, so the setup cell can still
+    choose the device count; it only moves ~1 s of imports off the critical
+    path when kernels are started ahead of the submissions they will run.
+    """
+    conf.scratch.mkdir(parents=True, exist_ok=True)
     km = ConfinedKernelManager(kernel_name="python3")
     km.confinement = conf
-    client = CountingClient(
-        nb, km=km, timeout=None, allow_errors=True, startup_timeout=120,
-        max_output_bytes=limits.max_output_bytes, record_timing=False,
-    )
-    deadline = time.monotonic() + limits.notebook_timeout_s
+    await km.start_kernel(cwd=str(conf.scratch))
+    kc = km.client()
+    kc.start_channels()
+    kernel = Kernel(conf, km, kc)
     try:
-        await _cells(nb, client, km, run, start_cell, deadline, limits)
-    finally:
-        atexit.unregister(client._cleanup_kernel)
-        _kill_group(km)
-        if client.kc is not None:
-            client.kc.stop_channels()
+        await kc.wait_for_ready(timeout=startup_timeout)
+        if preload:
+            reply = await kc.execute_interactive(PRELOAD, silent=True, store_history=False, timeout=startup_timeout)
+            if reply["content"].get("status") != "ok":
+                raise RuntimeError("the kernel could not import the course libraries")
+    except BaseException:
+        await stop_kernel(kernel)
+        raise
+    return kernel
+
+
+async def stop_kernel(kernel: Kernel) -> None:
+    _kill_group(kernel.km)
+    kernel.kc.stop_channels()
+    try:
+        await kernel.km.cleanup_resources()
+    except Exception:  # the connection file may already be gone
+        pass
+    if kernel.conf.uid is not None:
+        kill_uid(kernel.conf.uid)
+
+
+async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: int = 0) -> Execution:
+    """Run every code cell of ``nb`` (in place) in ``kernel``, or in a new one."""
+    run = Execution(notebook=nb)
+    started = time.monotonic()
+    try:
+        if kernel is None:
+            kernel = await start_kernel(conf, preload=False)
+        client = CountingClient(nb, km=kernel.km, timeout=None, allow_errors=True, startup_timeout=120,
+                                max_output_bytes=conf.limits.max_output_bytes, record_timing=False)
+        client.kc = kernel.kc
+        deadline = time.monotonic() + conf.limits.notebook_timeout_s
         try:
-            await km.cleanup_resources()
-        except Exception:  # the connection file may already be gone
-            pass
+            await _cells(nb, client, kernel.km, run, start_cell, deadline, conf.limits)
+        finally:
+            atexit.unregister(client._cleanup_kernel)
+    except DeadKernelError:
+        run.stopped, run.message = "kernel_died", "the kernel died"
+    except RuntimeError as error:  # kernel failed to start, or died while starting
+        run.stopped, run.message = "kernel_died", f"the kernel could not run: {error}"
+    finally:
+        if kernel is not None:
+            await stop_kernel(kernel)
+    log = _kernel_log(conf)
+    if SANDBOX_FAILED in log:
+        raise SandboxError(log[log.index(SANDBOX_FAILED):].splitlines()[0])
+    if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
+        run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
+    run.seconds = time.monotonic() - started
+    return run
 
 
 async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits) -> None:
-    async with client.async_setup_kernel(cwd=str(run_cwd(km))):
+    async with client.async_setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index < start_cell:
                 continue
@@ -159,10 +218,6 @@ async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: floa
                 run.events.append(f"cell {index}: {outcome[1]}")
                 if outcome[0] in FATAL:
                     break
-
-
-def run_cwd(km) -> Path:
-    return km.confinement.scratch
 
 
 def _classify_errors(cell) -> tuple[str, str] | None:
@@ -203,22 +258,5 @@ async def _watch(task, client: CountingClient, km, budget: float):
 
 
 def execute_confined(nb, conf: Confinement, *, start_cell: int = 0) -> Execution:
-    """Run every code cell of ``nb`` (in place) in a fresh confined kernel."""
-    run = Execution(notebook=nb)
-    started = time.monotonic()
-    conf.scratch.mkdir(parents=True, exist_ok=True)
-    try:
-        asyncio.run(_run(nb, conf, run, start_cell))
-    except DeadKernelError:
-        run.stopped, run.message = "kernel_died", "the kernel died"
-    except RuntimeError as error:  # kernel failed to start, or died while starting
-        run.stopped, run.message = "kernel_died", f"the kernel could not run: {error}"
-    if conf.uid is not None:
-        kill_uid(conf.uid)
-    log = _kernel_log(conf)
-    if SANDBOX_FAILED in log:
-        raise SandboxError(log[log.index(SANDBOX_FAILED):].splitlines()[0])
-    if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
-        run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
-    run.seconds = time.monotonic() - started
-    return run
+    """Run ``nb`` in a fresh confined kernel (synchronous convenience)."""
+    return asyncio.run(run_in(None, nb, conf, start_cell=start_cell))

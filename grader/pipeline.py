@@ -9,6 +9,7 @@ grader itself becomes ``grader_error``, and even that is recorded.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import shutil
@@ -27,7 +28,7 @@ from . import cells, intake, restore, scan
 from .feedback import render
 from .gradebook import Gradebook, atomic_write
 from .judge import Evidence, load_rubric
-from .kernel_run import Execution, execute_confined
+from .kernel_run import Execution, run_in
 from .layout import Course
 from .records import records_of_cell
 from .results import NotebookResult, Status, TestResult
@@ -49,52 +50,99 @@ class Settings:
     platform: str = "cpu"
     scratch_root: Path | None = None
     confine: bool = True
+    prewarm: bool = True  # start each worker's next kernel while the current one runs
+    hidden: list[Path] = field(default_factory=list)  # more folders the kernel must not see
 
 
 def notebook_name(assignment: str) -> str:
     return f"{assignment}.ipynb"
 
 
-def grade(job: Job, course: Course, settings: Settings, slot: int = 0) -> NotebookResult:
+@dataclass
+class Prepared:
+    """A submission ready to run: everything the execution step needs, and no more."""
+
+    job: Job
+    result: NotebookResult
+    notebook: nbformat.NotebookNode | None  # None: nothing to run (invalid, missing)
+    sha256: str | None
+    started: float
+
+
+def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
+    """Locate, read, rebuild on the course skeleton, scan; no learner code runs."""
     started = time.monotonic()
     name = notebook_name(job.assignment_id)
-    book = Gradebook(settings.out)
     source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
     result = NotebookResult(job.student_id, job.assignment_id, name, Status.GRADED, "")
     result.tests = [TestResult(cells.grade_id(c), 0.0, cells.points(c), False, "not run")
                     for c in source.cells if cells.is_autograded_test(c)]
     result.manual_max_score = sum(cells.points(c) for c in source.cells if cells.is_manual_answer(c))
-    sha = None
-    executed = None
     try:
         submission = intake.read(intake.locate(job.folder, name))
-        sha = submission.sha256
-        release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
-        rebuilt, result.tampering = restore.rebuild(source, release, submission.notebook)
-        if submission.duplicate_cell_ids:
-            result.tampering.insert(0, f"duplicated cell ids: {', '.join(submission.duplicate_cell_ids)}")
-        result.flags = learner_flags(rebuilt)
-        restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
-                                            "figures_dir": "figures"})
-        execution = run_confined(rebuilt, settings, job, slot)
-        executed = execution.notebook
-        result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices)
-        result.events = [f"stopped at cell {execution.stopped_at_cell}: {execution.message}"] if execution.stopped else []
-        result.status, result.message = decide_status(result, execution)
     except intake.InvalidSubmission as invalid:
         result.status, result.message = Status(invalid.status), invalid.message
         result.tests = [TestResult(t.grade_id, 0.0, t.max_points, False, "not graded: " + invalid.message)
                         for t in result.tests]
-    except Exception:  # a grader bug must not stop the class's run
-        result.status = Status.GRADER_ERROR
-        result.message = "internal grader error: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
-        print(traceback.format_exc(), file=sys.stderr)
-    result.seconds = round(time.monotonic() - started, 2)
+        return Prepared(job, result, None, None, started)
+    release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
+    rebuilt, result.tampering = restore.rebuild(source, release, submission.notebook)
+    if submission.duplicate_cell_ids:
+        result.tampering.insert(0, f"duplicated cell ids: {', '.join(submission.duplicate_cell_ids)}")
+    result.flags = learner_flags(rebuilt)
+    restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
+                                        "figures_dir": "figures"})
+    return Prepared(job, result, rebuilt, submission.sha256, started)
+
+
+def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings) -> NotebookResult:
+    """Judge the records, decide the status and write every output file."""
+    result, job = prepared.result, prepared.job
+    if execution is not None:
+        source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
+        result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices)
+        result.events = execution.events
+        result.status, result.message = decide_status(result, execution)
+    return record(prepared, execution.notebook if execution else None, settings)
+
+
+def record(prepared: Prepared, executed, settings: Settings) -> NotebookResult:
+    result, job = prepared.result, prepared.job
+    book = Gradebook(settings.out)
+    result.seconds = round(time.monotonic() - prepared.started, 2)
     if executed is not None:
-        atomic_write(book.autograded_path(job.student_id, job.assignment_id, name), nbformat.writes(executed))
-    atomic_write(book.feedback_path(job.student_id, job.assignment_id, name), render(result, executed))
-    book.save(result, sha)
+        atomic_write(book.autograded_path(job.student_id, job.assignment_id, result.notebook), nbformat.writes(executed))
+    atomic_write(book.feedback_path(job.student_id, job.assignment_id, result.notebook), render(result, executed))
+    book.save(result, prepared.sha256)
     return result
+
+
+def grader_error(job: Job, course: Course, settings: Settings, prepared: Prepared | None) -> NotebookResult:
+    """Record a bug of the grader itself as this submission's result; the run goes on."""
+    print(traceback.format_exc(), file=sys.stderr)
+    if prepared is None:
+        prepared = Prepared(job, NotebookResult(job.student_id, job.assignment_id, notebook_name(job.assignment_id),
+                                                Status.GRADED, ""), None, None, time.monotonic())
+    prepared.result.status = Status.GRADER_ERROR
+    prepared.result.message = "internal grader error: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
+    return record(prepared, None, settings)
+
+
+def grade(job: Job, course: Course, settings: Settings) -> NotebookResult:
+    """All steps for one submission, in a kernel started for it (no pre-warming)."""
+    prepared = None
+    try:
+        prepared = prepare(job, course, settings)
+        if prepared.notebook is None:
+            return finish(prepared, None, course, settings)
+
+        async def execute() -> Execution:
+            async with confinement(settings) as conf:
+                return await run_in(None, prepared.notebook, conf)
+
+        return finish(prepared, asyncio.run(execute()), course, settings)
+    except Exception:
+        return grader_error(job, course, settings, prepared)
 
 
 def learner_flags(nb) -> list[str]:
@@ -136,18 +184,20 @@ def leased_uid():
     raise RuntimeError("no free sandbox uid")
 
 
-def run_confined(nb, settings: Settings, job: Job, slot: int) -> Execution:
-    scratch = Path(tempfile.mkdtemp(prefix=f"grade-{slot}-", dir=settings.scratch_root))
+@contextlib.asynccontextmanager
+async def confinement(settings: Settings):
+    """A fresh scratch folder and, under root, a leased uid, for one kernel."""
     with contextlib.ExitStack() as stack:
+        scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=settings.scratch_root))
         stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
             conf.uid = stack.enter_context(leased_uid())
             course_root = Path(__file__).resolve().parent.parent
-            conf.hide = [course_root, settings.out.resolve(), job.folder.resolve().parent.parent, Path.home()]
+            conf.hide = [course_root, settings.out.resolve(), Path.home(), *settings.hidden]
             # The kernel needs Python, the environment and the public kernel helpers.
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
-        return execute_confined(nb, conf)
+        yield conf
 
 
 def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int) -> list[TestResult]:
