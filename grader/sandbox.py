@@ -115,7 +115,8 @@ def apply_limits(limits: Limits) -> None:
 
 
 def clean_environment(scratch: Path) -> dict[str, str]:
-    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ") if k in os.environ}
+    # JPY_PARENT_PID lets the kernel exit if the grader dies (JupyterLab sets it too).
+    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ", "JPY_PARENT_PID") if k in os.environ}
     tmp = scratch / ".tmp"
     tmp.mkdir(exist_ok=True)
     return {
