@@ -46,18 +46,36 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def cmd_generate(args) -> int:
-    from .generate import generate, stale
-
+def _build_or_check(args, build, stale, folder: str, command: str) -> int:
+    """Rebuild a generated folder, or with --check list what is stale in it."""
     course = Course.default()
     if args.check:
         outdated = stale(course)
         for name in outdated:
-            print(f"stale: notebooks/{name} differs from what source/{name} generates; run `python -m grader generate`")
+            print(f"stale: {folder}/{name} differs from what source/ produces; run `python -m grader {command}`")
         return 1 if outdated else 0
-    for path in generate(course):
+    for path in build(course):
         print(f"wrote {path.relative_to(course.root)}")
     return 0
+
+
+def cmd_generate(args) -> int:
+    from .generate import generate, stale
+
+    return _build_or_check(args, generate, stale, "notebooks", "generate")
+
+
+def cmd_figures(args) -> int:
+    from .figures import build_figures, stale_figures
+
+    return _build_or_check(args, lambda course: build_figures(course, progress=not args.quiet), stale_figures,
+                           "figures", "figures")
+
+
+def cmd_samples(args) -> int:
+    from .samples import build_samples, stale_samples
+
+    return _build_or_check(args, build_samples, stale_samples, "samples/submitted", "samples")
 
 
 def cmd_execute(args) -> int:
@@ -77,34 +95,6 @@ def cmd_execute(args) -> int:
             print(f"FAILED {error}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
-
-
-def cmd_figures(args) -> int:
-    from .figures import build_figures, stale_figures
-
-    course = Course.default()
-    if args.check:
-        outdated = stale_figures(course)
-        for name in outdated:
-            print(f"stale: figures/{name} differs from what source/ produces; run `python -m grader figures`")
-        return 1 if outdated else 0
-    for path in build_figures(course, progress=not args.quiet):
-        print(f"wrote {path.relative_to(course.root)}")
-    return 0
-
-
-def cmd_samples(args) -> int:
-    from .samples import build_samples, stale_samples
-
-    course = Course.default()
-    if args.check:
-        outdated = stale_samples(course)
-        for name in outdated:
-            print(f"stale: samples/submitted/{name}; run `python -m grader samples`")
-        return 1 if outdated else 0
-    for path in build_samples(course):
-        print(f"wrote {path.relative_to(course.root)}")
-    return 0
 
 
 def cmd_report(args) -> int:

@@ -9,7 +9,8 @@ A scenario file is Python with a header and ``# %%`` sections::
     # %% cell train-step
     def loss(...): ...
 
-Further headers: ``filename`` (submit under another name), ``delete``,
+Further headers: ``same-as`` (a path relative to this file: use that
+scenario under this file's name), ``filename`` (submit under another name), ``delete``,
 ``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
 notebooks; ``requires`` names a capability a test must prove first;
 ``expect-status`` may list several acceptable statuses.
@@ -93,6 +94,10 @@ def parse(path: Path) -> Scenario:
             continue
         buffer.append(line)
     flush()
+    if "same-as" in scenario.headers:  # reuse another scenario file under this name
+        original = parse((path.parent / scenario.headers["same-as"]).resolve())
+        original.name = scenario.name
+        return original
     return scenario
 
 
