@@ -40,9 +40,11 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
 
     ``platform`` "cpu" creates that many logical CPU devices. Any other platform
     uses the first ``num_devices`` real accelerators and fails clearly when the
-    machine has fewer. ``None`` or "" reads ``COURSE_PLATFORM`` (default "cpu").
+    machine has fewer. The environment variable ``COURSE_PLATFORM``, when set,
+    takes precedence, so a machine with accelerators can run the notebooks
+    unedited (JupyterLab or papermill); ``None`` or "" means "cpu".
     """
-    platform = (platform or os.environ.get("COURSE_PLATFORM") or "cpu").lower()
+    platform = (os.environ.get("COURSE_PLATFORM") or platform or "cpu").lower()
     num_devices = int(num_devices)
     if platform not in SUPPORTED_PLATFORMS:
         raise ValueError(f"platform must be one of {SUPPORTED_PLATFORMS}, not {platform!r}")
