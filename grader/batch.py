@@ -130,7 +130,6 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
             todo.append(job)
     for assignment in {job.assignment_id for job in todo}:
         load_rubric(course.rubric(assignment))  # import once, before threads race to do it
-    settings.hidden = [*settings.hidden, submissions.resolve()]
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
     for job in todo:

@@ -51,7 +51,6 @@ class Settings:
     scratch_root: Path | None = None
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
-    hidden: list[Path] = field(default_factory=list)  # more folders the kernel must not see
 
 
 def notebook_name(assignment: str) -> str:
@@ -193,9 +192,8 @@ async def confinement(settings: Settings):
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
             conf.uid = stack.enter_context(leased_uid())
-            course_root = Path(__file__).resolve().parent.parent
-            conf.hide = [course_root, settings.out.resolve(), Path.home(), *settings.hidden]
-            # The kernel needs Python, the environment and the public kernel helpers.
+            # The kernel sees Python, the environment and the public kernel helpers; nothing else.
+            conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
         yield conf
 

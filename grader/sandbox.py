@@ -7,11 +7,11 @@ the kernel (``exec``), so the limits below cannot be lifted from inside:
 1. a new session, so the whole process group can be killed at once;
 2. resource limits: address space (memory), processes, file size, open files,
    no core dumps;
-3. when started as root: a private mount namespace in which the course root,
-   the submissions and the grading output are covered by empty read-only
-   tmpfs mounts (the virtual environment is mounted back, read-only), and then
-   a switch to an unprivileged uid, so files outside the scratch directory
-   cannot be written and the process limit is enforced (Linux does not apply
+3. when started as root: a private mount namespace whose root holds only the
+   system folders, the Python environment and the public kernel helpers (read
+   only) and the scratch folder (``enter_private_root``), then a switch to an
+   unprivileged uid, so nothing outside the scratch folder can be read or
+   written and the process limit is enforced (Linux does not apply
    ``RLIMIT_NPROC`` to root);
 4. a clean environment: HOME and TMPDIR point into the scratch directory and
    nothing says whether this is grading or learning.
@@ -54,8 +54,8 @@ class Confinement:
     scratch: Path
     limits: Limits
     uid: int | None = None  # only used when the grader runs as root
-    hide: list[Path] = field(default_factory=list)  # folders to cover (root only)
-    keep: list[Path] = field(default_factory=list)  # folders inside `hide` to mount back read-only
+    private_root: bool = False  # root only: see nothing but the system, `keep` and the scratch folder
+    keep: list[Path] = field(default_factory=list)  # folders the kernel may read
 
 
 def launch_command(conf: Confinement, kernel_cmd: list[str]) -> list[str]:
@@ -63,8 +63,8 @@ def launch_command(conf: Confinement, kernel_cmd: list[str]) -> list[str]:
     args = [sys.executable, "-m", "grader.sandbox", "--scratch", str(conf.scratch), "--limits", conf.limits.to_json()]
     if conf.uid is not None:
         args += ["--uid", str(conf.uid)]
-    for path in conf.hide:
-        args += ["--hide", str(path)]
+    if conf.private_root:
+        args += ["--private-root"]
     for path in conf.keep:
         args += ["--keep", str(path)]
     return args + ["--", *kernel_cmd]
@@ -80,26 +80,51 @@ def _mount(libc, source, target, fstype, flags, data=None) -> None:
         raise OSError(err, f"mount {source} -> {target}: {os.strerror(err)}")
 
 
-def hide_paths(hide: list[Path], keep: list[Path]) -> None:
-    """Cover ``hide`` with empty tmpfs mounts in a private mount namespace."""
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
+
+
+def enter_private_root(scratch: Path, keep: list[Path]) -> None:
+    """Replace the visible file system by an allowlist, then chroot into it.
+
+    A new mount namespace gets an empty tmpfs as its root. Into it go, read
+    only, the system folders, the Python installation and the folders in
+    ``keep``; the scratch folder is the only writable place. Nothing else on
+    the machine (the course, other checkouts, other submissions, grading
+    output, home folders, the rest of /tmp) exists for the kernel.
+    """
     libc = _libc()
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
-    # Open what we keep before covering its parent, then bind it back by fd.
-    kept = [(path, os.open(path, os.O_PATH)) for path in keep if path.exists()]
-    existing = {p for p in hide if p.exists()}
-    # A folder inside another hidden folder is already covered.
-    hide = [p for p in existing if not any(other != p and p.is_relative_to(other) for other in existing)]
-    for path in sorted(hide, key=lambda p: len(p.parts)):
-        _mount(libc, "tmpfs", str(path), "tmpfs", 0, "size=64k,mode=755")
-    for path, fd in kept:
-        path.mkdir(parents=True, exist_ok=True)
-        _mount(libc, f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC)
-        _mount(libc, None, str(path), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
-        os.close(fd)
-    for path in hide:
-        _mount(libc, None, str(path), None, MS_REMOUNT | MS_RDONLY)
+    new_root = scratch / ".root"
+    new_root.mkdir(exist_ok=True)
+    _mount(libc, "tmpfs", str(new_root), "tmpfs", 0, "size=16m,mode=755")
+
+    def expose(path: Path, writable: bool = False, recursive: bool = True) -> None:
+        target = Path(str(new_root) + str(path))
+        if path.is_symlink():  # /bin -> usr/bin on merged-/usr systems
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists() and not target.is_symlink():
+                os.symlink(os.readlink(path), target)
+            return
+        if not path.exists():
+            return
+        target.mkdir(parents=True, exist_ok=True)
+        _mount(libc, str(path), str(target), None, MS_BIND | (MS_REC if recursive else 0))
+        if not writable:
+            _mount(libc, None, str(target), None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+
+    tmp = new_root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    _mount(libc, "tmpfs", str(tmp), "tmpfs", 0, "size=64m,mode=1777")
+    for system in SYSTEM_PATHS:
+        expose(Path(system))
+    for path in sorted({p.resolve() for p in keep}, key=lambda p: len(p.parts)):
+        expose(path)
+    # Not recursive: the new root itself is mounted inside the scratch folder.
+    expose(scratch, writable=True, recursive=False)
+    os.chroot(new_root)
+    os.chdir(scratch)
 
 
 def apply_limits(limits: Limits) -> None:
@@ -142,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--limits", required=True)
     parser.add_argument("--uid", type=int)
-    parser.add_argument("--hide", type=Path, action="append", default=[])
+    parser.add_argument("--private-root", action="store_true")
     parser.add_argument("--keep", type=Path, action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -166,11 +191,11 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(log, 2)
     try:
         env = clean_environment(scratch)
-        if os.geteuid() == 0 and args.hide:
-            hide_paths(args.hide, args.keep)
         if os.geteuid() == 0 and args.uid is not None:
             _give_to(scratch, args.uid)
             os.chmod(scratch, 0o700)
+        if os.geteuid() == 0 and args.private_root:
+            enter_private_root(scratch, args.keep)
         apply_limits(limits)
         if os.geteuid() == 0 and args.uid is not None:
             os.setgroups([])

@@ -22,7 +22,7 @@ def _confined(tmp_path: Path, code: str, limits: Limits, *, uid: int | None = 61
     # unprivileged uid can reach it (pytest's tmp_path parents are private).
     scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     conf = Confinement(scratch=scratch, limits=limits, uid=uid if os.geteuid() == 0 else None,
-                       hide=[ROOT, Path.home()] if os.geteuid() == 0 else [],
+                       private_root=os.geteuid() == 0,
                        keep=[Path(sys.prefix), Path(sys.base_prefix)])
     command = launch_command(conf, [sys.executable, "-c", textwrap.dedent(code)])
     try:
@@ -78,6 +78,7 @@ def test_course_files_and_home_are_hidden(tmp_path):
         print("source", os.path.exists({str(ROOT / 'source')!r}))
         print("rubric", os.path.exists({str(ROOT / 'source' / 'sharded_step' / 'rubric.py')!r}))
         print("uid", os.getuid())
+        print("course root holds", sorted(os.listdir({str(ROOT)!r})))
         try:
             open({str(ROOT / 'pwned.txt')!r}, "w")
             print("wrote course")
@@ -86,6 +87,7 @@ def test_course_files_and_home_are_hidden(tmp_path):
         """, Limits())
     assert "source False" in log and "rubric False" in log
     assert "uid 61900" in log
+    assert f"course root holds {sorted(p.name for p in [Path(sys.prefix)] if p.parent == ROOT)}" in log
     assert "course read-only" in log
     assert not (ROOT / "pwned.txt").exists()
 
