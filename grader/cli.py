@@ -1,6 +1,6 @@
 """``python -m grader``: the course's command line (a stable interface).
 
-    grade     --submissions DIR --out DIR [--workers N]   grade nbgrader-style submissions
+    grade     --submissions DIR --out DIR [--workers N | --scheduler tcp://HOST:PORT]
     generate  [--check]                                   student notebooks from source/
     execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
     figures   [--check]                                   rebuild figures/ from source/
@@ -37,8 +37,14 @@ def cmd_grade(args) -> int:
     settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
                         confine=not args.no_confine, prewarm=not args.no_prewarm)
     started = time.monotonic()
-    results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
-                        only=args.assignment, force=args.force)
+    if args.scheduler:
+        from .cluster import grade_all_on_cluster
+
+        results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
+                                       only=args.assignment, force=args.force)
+    else:
+        results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
+                            only=args.assignment, force=args.force)
     print(table(results))
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
@@ -114,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--submissions", type=Path, required=True)
     grade.add_argument("--out", type=Path, required=True)
     grade.add_argument("--workers", type=int, default=os.cpu_count())
+    grade.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="run the notebooks on the workers of this Dask scheduler instead of locally")
     grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     grade.add_argument("--num-devices", type=int, default=4)
     grade.add_argument("--platform", default="cpu")

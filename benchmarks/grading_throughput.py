@@ -1,0 +1,592 @@
+"""Grading throughput: stock ``nbgrader autograde`` against ``python -m grader grade``, in one run.
+
+    .venv/bin/python benchmarks/grading_throughput.py [--students 10] [--workers 2] [--dask 1 2 4]
+
+Builds a class (``--students`` learners x the three notebooks, a mix of correct, blank and wrong
+answers, from ``samples/scenarios/`` and ``tests/corpus/``), then grades it, one batch per notebook,
+interleaved so that every grader sees the same machine load:
+
+  stock   ``nbgrader autograde NOTEBOOK`` in a temporary copy of the course (``source/``,
+          ``notebooks/``, ``nbgrader_config.py``; per-cell timeout 180 s), scores read from
+          nbgrader's gradebook database;
+  ours    ``python -m grader grade --workers W --assignment NOTEBOOK`` (pre-warmed kernels);
+  cold    the same with ``--no-prewarm``;
+  floor   each instructor notebook (solutions and hidden tests) converted by nbconvert to a plain
+          Python script and run with the course's Python (best of two), times the number of
+          submissions of that notebook, divided by the number of cores;
+
+then ours once more on the whole class in one run, and the Dask path (``grader.cluster``) with 1, 2
+and 4 local worker processes (``LocalCluster``; timed with the cluster already started).
+It checks that the scores agree (stock against ours per test cell, printing every disagreement with
+its reason; ours, cold and every Dask run must give byte-identical ``results.json``), and prints the
+wall time per notebook, the ratios stock/ours and ours/floor, submissions per minute and peak memory.
+
+Memory is sampled every 0.2 s from ``/proc/PID/status`` of every process this script started
+(transitively): ``VmHWM`` (peak resident set) per kernel, and the largest sum of ``VmRSS`` over the
+whole process tree at one moment (grader or nbgrader process, Dask workers, all kernels, including
+pre-warmed ones), divided by the number of workers.
+
+CPU time is ``getrusage(RUSAGE_CHILDREN)`` around each command, with this script as a child subreaper
+so that kernels orphaned by their grader are still counted. The machine may be shared: before each
+measurement the script waits (``--quiet-wait``) for other processes to go quiet, and it prints the
+share of the CPUs other processes used during each measurement.
+
+This is a measurement, not a test: it takes about 12 minutes on 2 cores. Results: ``RESULTS.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.layout import Course  # noqa: E402
+from grader.variants import parse, write_submission  # noqa: E402
+
+ASSIGNMENTS = ("sharded_step", "local_mean_diagnosis", "collectives")
+SAMPLES, CORPUS = ROOT / "samples" / "scenarios", ROOT / "tests" / "corpus"
+# Ten learners per notebook: correct (several ways of writing it), blank, and wrong answers.
+CLASS = {
+    "sharded_step": [SAMPLES / "sharded_step" / f"{name}.py" for name in
+                     ("ada", "blake", "chen", "dana", "ada", "chen", "blake", "ada", "dana", "ada")],
+    "local_mean_diagnosis": [SAMPLES / "local_mean_diagnosis" / f"{n}.py" for n in ("ada", "blake", "chen")] + [
+        CORPUS / "local_mean_diagnosis" / f"{n}.py" for n in (
+            "correct-count-weighted-means", "correct-global-masked-sum", "correct-psum-numerators",
+            "wrong-divide-by-devices", "wrong-divide-by-sequences", "wrong-nan-empty-shard",
+            "wrong-pmean-local-means")],
+    "collectives": [SAMPLES / "collectives" / f"{n}.py" for n in ("ada", "blake", "chen")] + [
+        CORPUS / "collectives" / f"{n}.py" for n in (
+            "correct-decorated-programs", "correct-einsum", "correct-reshaped-collectives",
+            "wrong-gather-keeps-portions", "wrong-payload-inverted", "wrong-psum-for-scatter",
+            "wrong-scatter-untiled")],
+}
+GiB = 1024**3
+
+
+def venv_bin() -> Path:
+    candidate = ROOT / ".venv" / "bin"
+    return candidate if (candidate / "python").exists() else Path(sys.executable).parent
+
+
+def python() -> str:
+    return str(venv_bin() / "python")
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{venv_bin()}{os.pathsep}{env.get('PATH', '')}"  # nbgrader autograde runs `alembic`
+    env.pop("COURSE_ROOT", None)
+    return env
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# ---------------------------------------------------------------- memory sampling
+
+
+@dataclass
+class MemoryPeak:
+    kernel_hwm: int = 0  # bytes, the largest VmHWM of one kernel process
+    other_hwm: int = 0  # bytes, the largest VmHWM of a non-kernel process (grader, nbgrader, Dask worker)
+    tree_rss: int = 0  # bytes, the largest sum of VmRSS over the process tree at one moment
+    kernels: int = 0  # kernel processes seen
+
+
+class Sampler:
+    """Samples /proc for every descendant of this process."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval, self.me = interval, os.getpid()
+        self.peak, self.seen = MemoryPeak(), set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    @staticmethod
+    def _status(pid: int) -> dict[str, int]:
+        values = {}
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    key, value = line.split(":", 1)
+                    values[key] = int(value.split()[0]) * 1024
+        return values
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+        stack, total = list(children.get(self.me, [])), 0
+        while stack:
+            pid = stack.pop()
+            stack += children.get(pid, [])
+            try:
+                status = self._status(pid)
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    kernel = b"ipykernel_launcher" in handle.read()
+            except OSError:
+                continue
+            total += status.get("VmRSS", 0)
+            if kernel:
+                self.peak.kernel_hwm = max(self.peak.kernel_hwm, status.get("VmHWM", 0))
+                if pid not in self.seen:
+                    self.seen.add(pid)
+                    self.peak.kernels += 1
+            else:
+                self.peak.other_hwm = max(self.peak.other_hwm, status.get("VmHWM", 0))
+        self.peak.tree_rss = max(self.peak.tree_rss, total)
+
+
+@dataclass
+class Run:
+    """One grader over the class: per notebook wall seconds, CPU seconds and memory."""
+
+    name: str
+    workers: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # user+sys of every process it started
+    others: dict[str, float] = field(default_factory=dict)  # share of the machine's CPU used by other processes
+    memory: MemoryPeak = field(default_factory=MemoryPeak)
+    note: str = ""
+    inside: dict[str, float] = field(default_factory=dict)  # ours: the grading itself, without process start
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def total_cpu(self) -> float:
+        return sum(self.cpu.values())
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, from /proc/stat)."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def reap_orphans() -> None:
+    """Collect descendants re-parented to us (we are a child subreaper), so their CPU time counts."""
+    time.sleep(0.2)
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def become_subreaper() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> str:
+    """Wait (at most ``max_wait`` s) until other processes use under ``threshold`` of the CPUs."""
+    cores, waited = os.cpu_count() or 1, 0.0
+    while True:
+        before = machine_busy()
+        time.sleep(2.0)
+        busy = (machine_busy() - before) / (2.0 * cores)
+        waited += 2.0
+        if busy < threshold or waited >= max_wait:
+            return f"machine {busy:.0%} busy before start, waited {waited:.0f} s"
+
+
+def measured(run: Run, key: str, command: list[str], log: Path, *, cwd: Path) -> None:
+    """Run ``command``; record its wall time, CPU time, memory and the load of everything else."""
+    cpu0, busy0 = children_cpu(), machine_busy()
+    with Sampler() as sampler:
+        run.seconds[key] = timed(command, log, cwd=cwd)
+    reap_orphans()
+    cpu = children_cpu() - cpu0
+    run.cpu[key] = cpu
+    run.others[key] = max(0.0, machine_busy() - busy0 - cpu) / (run.seconds[key] * (os.cpu_count() or 1))
+    run.memory = merge(run.memory, sampler.peak)
+
+
+def timed(command: list[str], log: Path, *, cwd: Path) -> float:
+    started = time.monotonic()
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(command)}\n".encode())
+        out.flush()
+        result = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        raise SystemExit(f"failed ({result.returncode}): {' '.join(command)}; see {log}")
+    return seconds
+
+
+def grading_seconds(log: Path) -> float:
+    """The time ``python -m grader grade`` reports for its own grading (after its imports)."""
+    found = re.findall(r"notebooks \([^)]*\) in ([0-9.]+) s,", log.read_text())
+    return float(found[-1]) if found else float("nan")
+
+
+# ---------------------------------------------------------------- the class
+
+
+def build_class(course: Course, submitted: Path, students: int) -> dict[str, list[str]]:
+    """submitted/{student}/{assignment}/; returns each student's scenario per notebook."""
+    who: dict[str, list[str]] = {}
+    for assignment in ASSIGNMENTS:
+        files = CLASS[assignment]
+        for index in range(students):
+            path = files[index % len(files)]
+            student = f"s{index + 1:03d}"
+            write_submission(course, assignment, parse(path), submitted, student)
+            who.setdefault(student, []).append(f"{assignment}:{path.stem}")
+    return who
+
+
+def stock_course(course: Course, submitted: Path, root: Path, log: Path) -> None:
+    """A temporary nbgrader course: the sources, the release, the config and the class."""
+    for name in ("source", "notebooks"):
+        shutil.copytree(course.root / name, root / name)
+    shutil.copy(course.root / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(submitted, root / "samples" / "submitted")
+    for assignment in ASSIGNMENTS:  # the instructor's one-time set-up: fills the gradebook's cells
+        timed(["nbgrader", "generate_assignment", assignment, "--force"], log, cwd=root)
+
+
+# ---------------------------------------------------------------- scores
+
+
+def our_scores(out: Path) -> dict[tuple[str, str], dict[str, float]]:
+    scores = {}
+    for result in json.loads((out / "results.json").read_text()):
+        scores[result["student_id"], result["assignment_id"]] = {t["grade_id"]: t["points"] for t in result["tests"]}
+    return scores
+
+
+def our_messages(out: Path) -> dict[tuple[str, str, str], str]:
+    messages = {}
+    for result in json.loads((out / "results.json").read_text()):
+        for t in result["tests"]:
+            messages[result["student_id"], result["assignment_id"], t["grade_id"]] = t["message"]
+    return messages
+
+
+def stock_scores(root: Path) -> dict[tuple[str, str], dict[str, float]]:
+    from nbgrader.api import Gradebook
+
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="jax-distributed-training") as book:
+        for assignment in ASSIGNMENTS:
+            for submission in book.assignment_submissions(assignment):
+                for notebook in submission.notebooks:
+                    scores[submission.student.id, assignment] = {
+                        g.name: float(g.auto_score) for g in notebook.grades
+                        if g.cell_type == "code" and g.auto_score is not None}
+    return scores
+
+
+def stock_reason(root: Path, student: str, assignment: str, grade_id: str) -> str:
+    """What stock nbgrader saw in that test cell."""
+    import nbformat
+
+    path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except OSError:
+        return "stock: no autograded notebook"
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") != grade_id:
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                return f"stock: the cell raised {output.get('ename')}: {str(output.get('evalue'))[:90]}"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                return f"stock: stderr output zeroes the cell: {output.get('text', '').strip()[:90]!r}"
+        return "stock: the cell ran without error"
+    return "stock: cell not found"
+
+
+def compare(stock: dict, ours: dict, messages: dict, root: Path, who: dict) -> tuple[int, int, list[str]]:
+    """Per-notebook agreement; every per-test disagreement with its reason."""
+    agree, lines = 0, []
+    keys = sorted(set(stock) | set(ours))
+    for key in keys:
+        student, assignment = key
+        mine, theirs = ours.get(key), stock.get(key)
+        if mine is None or theirs is None:
+            lines.append(f"  {student}/{assignment}: graded by only one of them (ours {mine is not None}, stock {theirs is not None})")
+            continue
+        if sum(mine.values()) == sum(theirs.get(g, 0.0) for g in mine) and all(mine[g] == theirs.get(g, 0.0) for g in mine):
+            agree += 1
+            continue
+        scenario = next((s.split(":", 1)[1] for s in who[student] if s.startswith(assignment + ":")), "?")
+        lines.append(f"  {student}/{assignment} ({scenario}): ours {sum(mine.values()):g}, stock {sum(theirs.values()):g}")
+        for grade_id in mine:
+            if mine[grade_id] == theirs.get(grade_id, 0.0):
+                continue
+            if theirs.get(grade_id, 0.0) > mine[grade_id]:
+                why = "ours fails it, stock passes: " + messages[student, assignment, grade_id][:110]
+                why += " (stock runs only the public asserts; hidden cases and placement are judged by our rubric)"
+            else:
+                why = "ours passes it, stock fails: " + stock_reason(root, student, assignment, grade_id)
+            lines.append(f"    {grade_id}: ours {mine[grade_id]:g}, stock {theirs.get(grade_id, 0.0):g}: {why}")
+    return agree, len(keys), lines
+
+
+# ---------------------------------------------------------------- floor
+
+
+def floor_scripts(course: Course, work: Path, log: Path) -> tuple[Run, Run]:
+    """Each instructor notebook as a plain Python script: (the better of two runs, the first run)."""
+    best, first = Run("plain script, best of two runs", 1), Run("plain script, first run", 1)
+    for assignment in ASSIGNMENTS:
+        folder = work / assignment
+        folder.mkdir(parents=True)
+        timed([python(), "-m", "nbconvert", "--to", "python", str(course.source_notebook(assignment)),
+               "--output-dir", str(folder)], log, cwd=folder)
+        command = [python(), str(folder / f"{assignment}.py")]
+        measured(first, assignment, command, log, cwd=folder)
+        second = Run("", 1)
+        measured(second, assignment, command, log, cwd=folder)
+        chosen = first if first.seconds[assignment] <= second.seconds[assignment] else second
+        best.seconds[assignment], best.cpu[assignment] = chosen.seconds[assignment], chosen.cpu[assignment]
+        best.others[assignment] = chosen.others[assignment]
+    return best, first
+
+
+# ---------------------------------------------------------------- Dask child process
+
+
+def dask_child(args) -> None:
+    """Grade the class on a LocalCluster of ``args.dask_child`` workers; print timings as JSON."""
+    from distributed import LocalCluster
+
+    from grader.cluster import grade_all_on_cluster
+    from grader.pipeline import Settings
+
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    with LocalCluster(n_workers=args.dask_child, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, silence_logs=40) as cluster:
+        start_s = time.monotonic() - started
+        for assignment in ASSIGNMENTS:
+            began = time.monotonic()
+            grade_all_on_cluster(args.submitted, Course.default(), Settings(out=args.out), cluster.scheduler_address,
+                                 only=[assignment], force=True)
+            timings[assignment] = time.monotonic() - began
+    print(json.dumps({"start_s": start_s, "seconds": timings}))
+
+
+# ---------------------------------------------------------------- main
+
+
+def fmt_mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def merge(a: MemoryPeak, b: MemoryPeak) -> MemoryPeak:
+    return MemoryPeak(max(a.kernel_hwm, b.kernel_hwm), max(a.other_hwm, b.other_hwm), max(a.tree_rss, b.tree_rss),
+                      a.kernels + b.kernels)
+
+
+def row(label: str, values: list[float], total: float | None = None, rate: float | None = None, fmt: str = ".1f") -> str:
+    text = f"{label:<46}" + "".join(f"{v:>22{fmt}}" for v in values)
+    if total is not None:
+        text += f"{total:>9{fmt}}"
+    if rate is not None:
+        text += f"{rate:>10.1f}"
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--dask", type=int, nargs="*", default=[1, 2, 4], help="LocalCluster sizes to measure")
+    parser.add_argument("--quiet-wait", type=float, default=120,
+                        help="before each measurement, wait up to this many seconds for other processes to go quiet")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--dask-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--submitted", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.dask_child:
+        return dask_child(args)
+
+    become_subreaper()
+    course, cores = Course.default(), os.cpu_count() or 1
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            work = args.keep.resolve()
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grading-bench-")))
+        log = work / "bench.log"
+        submitted = work / "class" / "submitted"
+        who = build_class(course, submitted, args.students)
+        counts = {a: sum(1 for s in who.values() for x in s if x.startswith(a + ":")) for a in ASSIGNMENTS}
+        total = sum(counts.values())
+        import jax  # noqa: PLC0415 - only for the versions line
+
+        print(f"date {time.strftime('%Y-%m-%d %H:%M %Z')}; {cores} cores; Python {sys.version.split()[0]}; "
+              f"JAX {jax.__version__}; class: {args.students} learners x {len(ASSIGNMENTS)} notebooks = {total} "
+              f"submissions; grader workers {args.workers}", flush=True)
+        for assignment in ASSIGNMENTS:
+            names = [x.split(":", 1)[1] for s in who.values() for x in s if x.startswith(assignment + ":")]
+            print(f"  {assignment}: " + ", ".join(f"{names.count(n)}x {n}" for n in dict.fromkeys(names)), flush=True)
+
+        stock_root = work / "stock"
+        stock_course(course, submitted, stock_root, log)
+
+        stock = Run("stock nbgrader autograde (serial)", 1)
+        ours = Run(f"ours --workers {args.workers}", args.workers)
+        cold = Run(f"ours --workers {args.workers} --no-prewarm", args.workers)
+        for assignment in ASSIGNMENTS:  # interleaved: the graders see similar load
+            print(f"grading {assignment}: {wait_for_quiet(args.quiet_wait)}", flush=True)
+            measured(stock, assignment, ["nbgrader", "autograde", assignment, "--ExecutePreprocessor.timeout=180",
+                                         "--Execute.timeout=180"], log, cwd=stock_root)
+            for run, extra, out in ((ours, [], "ours"), (cold, ["--no-prewarm"], "cold")):
+                print(f"  {wait_for_quiet(args.quiet_wait)}", flush=True)
+                measured(run, assignment, [python(), "-m", "grader", "grade", "--submissions", str(submitted), "--out",
+                                           str(work / out), "--workers", str(args.workers), "--assignment", assignment,
+                                           *extra], log, cwd=ROOT)
+                run.inside[assignment] = grading_seconds(log)
+            print("  " + ", ".join(f"{r.name.split(' --')[0] if r is stock else r.name}: {r.seconds[assignment]:.1f} s "
+                                   f"({r.others[assignment]:.0%} of the CPUs used by others)"
+                                   for r in (stock, ours, cold)), flush=True)
+
+        print(f"ours, the whole class in one run: {wait_for_quiet(args.quiet_wait)}", flush=True)
+        whole = Run(f"ours --workers {args.workers}, whole class, one run", args.workers)
+        measured(whole, "class", [python(), "-m", "grader", "grade", "--submissions", str(submitted), "--out",
+                                  str(work / "whole"), "--workers", str(args.workers)], log, cwd=ROOT)
+        whole.inside["class"] = grading_seconds(log)
+
+        print(f"floor: instructor notebooks as plain scripts: {wait_for_quiet(args.quiet_wait)}", flush=True)
+        script, script_first = floor_scripts(course, work / "floor", log)
+        floor = Run(f"floor: script x submissions / {cores} cores", cores)
+        floor.seconds = {a: script.seconds[a] * counts[a] / cores for a in ASSIGNMENTS}
+        floor.cpu = {a: script.cpu[a] * counts[a] for a in ASSIGNMENTS}
+
+        dask_runs = []
+        for n in args.dask:
+            print(f"dask: LocalCluster with {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
+            run = Run(f"dask LocalCluster, {n} worker(s)", n)
+            measured(run, "process", [python(), str(Path(__file__).resolve()), "--dask-child", str(n),
+                                      "--submitted", str(submitted), "--out", str(work / f"dask{n}")], log, cwd=ROOT)
+            lines = [line for line in log.read_text().splitlines() if line.startswith('{"start_s"')]
+            data = json.loads(lines[-1])
+            wall = run.seconds.pop("process")
+            run.note = f"cluster start {data['start_s']:.1f} s, whole process {wall:.1f} s, CPU {run.cpu['process']:.0f} s"
+            run.seconds = data["seconds"]
+            dask_runs.append(run)
+
+        # ------------------------------------------------------------ report
+        print()
+        print(f"wall time per notebook (s); one batch per notebook; {counts[ASSIGNMENTS[0]]} submissions per notebook")
+        print(f"{'':<46}" + "".join(f"{a:>22}" for a in ASSIGNMENTS) + f"{'total':>9}{'subs/min':>10}")
+        for run in (stock, ours, cold, floor, *dask_runs):
+            print(row(run.name, [run.seconds[a] for a in ASSIGNMENTS], run.total, total / run.total * 60))
+        for run in (ours, cold):
+            inside = sum(run.inside.values())
+            print(row("  " + run.name + ": grading only", [run.inside[a] for a in ASSIGNMENTS], inside,
+                      total / inside * 60))
+        print(row(whole.name, [], None) + f"{'':>66}{whole.total:>9.1f}{total / whole.total * 60:>10.1f}"
+              f"   (grading only {whole.inside['class']:.1f} s)")
+        print(row("plain script, one submission: best of two", [script.seconds[a] for a in ASSIGNMENTS], fmt=".2f"))
+        print(row("plain script, one submission: first run", [script_first.seconds[a] for a in ASSIGNMENTS], fmt=".2f"))
+        print(row("share of the CPUs used by other processes", [], None) + "   stock "
+              + " ".join(f"{stock.others[a]:.0%}" for a in ASSIGNMENTS) + ", ours "
+              + " ".join(f"{ours.others[a]:.0%}" for a in ASSIGNMENTS) + ", cold "
+              + " ".join(f"{cold.others[a]:.0%}" for a in ASSIGNMENTS) + f", whole {whole.others['class']:.0%}, "
+              + "dask " + " ".join(f"{r.others['process']:.0%}" for r in dask_runs))
+        print("(ours: wall time of `python -m grader grade` including its start-up; grading only: the time it reports"
+              " after its imports; dask: grading time with the cluster already started)")
+        print()
+        print("CPU time (user+sys of every process started, s)")
+        for run in (stock, ours, cold):
+            print(row(run.name, [run.cpu[a] for a in ASSIGNMENTS], run.total_cpu, None))
+        print(row("floor: script x submissions", [floor.cpu[a] for a in ASSIGNMENTS], floor.total_cpu, None))
+        print(row(whole.name, [], None) + f"{'':>66}{whole.total_cpu:>9.1f}")
+        print()
+        print("ratios")
+        for label, a_run, b_run in (("stock / ours (wall)", stock, ours), ("stock / ours --no-prewarm (wall)", stock, cold),
+                                    ("stock / ours (CPU)", stock, ours), ("ours / floor (wall)", ours, floor),
+                                    ("ours --no-prewarm / floor (wall)", cold, floor)):
+            key = "cpu" if "CPU" in label else "seconds"
+            a_v, b_v = getattr(a_run, key), getattr(b_run, key)
+            print(f"  {label:<34}" + "".join(f"{a}: {a_v[a] / b_v[a]:.2f}   " for a in ASSIGNMENTS)
+                  + f"total: {sum(a_v.values()) / sum(b_v.values()):.2f}")
+        print(f"  {'stock / ours, whole class':<34}wall {stock.total / whole.total:.2f}, "
+              f"CPU {stock.total_cpu / whole.total_cpu:.2f}; whole class / floor: wall {whole.total / floor.total:.2f} "
+              f"(grading only {whole.inside['class'] / floor.total:.2f})")
+        ours_inside = sum(ours.inside.values())
+        for run in dask_runs:
+            print(f"  {run.name + ' / ours grading only':<52}{run.total / ours_inside:.2f}   "
+                  f"({total / run.total * 60:.1f} submissions/min, {total / run.total * 60 / run.workers:.1f} per worker; "
+                  f"{run.note})")
+        print()
+        print("peak memory (VmHWM and VmRSS sampled every 0.2 s from /proc of every process started)")
+        for run in (stock, ours, cold, whole, *dask_runs):
+            m = run.memory
+            print(f"  {run.name:<46} largest kernel {fmt_mib(m.kernel_hwm)}, largest other process "
+                  f"{fmt_mib(m.other_hwm)}, whole tree at its peak {fmt_mib(m.tree_rss)} = "
+                  f"{fmt_mib(m.tree_rss // max(run.workers, 1))} per worker ({m.kernels} kernels)")
+        print()
+        stock_s, ours_s = stock_scores(stock_root), our_scores(work / "ours")
+        agree, compared, lines = compare(stock_s, ours_s, our_messages(work / "ours"), stock_root, who)
+        print(f"scores: stock and ours agree on {agree} of {compared} notebooks (every test cell equal)")
+        for line in lines:
+            print(line)
+        reference = (work / "ours" / "results.json").read_text()
+        for name in ["cold", "whole", *(f"dask{n}" for n in args.dask)]:
+            same = (work / name / "results.json").read_text() == reference
+            print(f"  results.json of {name}: {'identical to ours' if same else 'DIFFERS from ours'}")
+        print(f"load average at the end: {load()}")
+
+
+if __name__ == "__main__":
+    main()
