@@ -114,9 +114,9 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report)
                 pass
 
 
-def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
-              only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
-    book = Gradebook(settings.out)
+def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: list[str] | None = None,
+                force: bool = False) -> tuple[list[Job], Progress]:
+    """The jobs still to grade; unusable folders and results kept from an earlier run are recorded now."""
     jobs, rejected = discover(submissions, course, only)
     for result in rejected:
         book.save(result, None)
@@ -130,6 +130,13 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
             todo.append(job)
     for assignment in {job.assignment_id for job in todo}:
         load_rubric(course.rubric(assignment))  # import once, before threads race to do it
+    return todo, progress
+
+
+def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
+              only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
+    book = Gradebook(settings.out)
+    todo, progress = outstanding(submissions, course, book, only=only, force=force)
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
     for job in todo:

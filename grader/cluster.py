@@ -34,12 +34,11 @@ from pathlib import Path
 
 import nbformat
 
-from .batch import Progress, _fingerprint, discover
+from .batch import outstanding
 from .gradebook import Gradebook
-from .judge import load_rubric
 from .kernel_run import Execution, SandboxError, run_in
 from .layout import Course
-from .pipeline import Settings, confinement, finish, grader_error, notebook_name, prepare
+from .pipeline import Settings, confinement, finish, grader_error, prepare
 from .results import NotebookResult
 from .sandbox import Limits
 
@@ -149,19 +148,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
     from distributed import Client, as_completed
 
     book = Gradebook(settings.out)
-    jobs, rejected = discover(submissions, course, only)
-    for result in rejected:
-        book.save(result, None)
-    todo, progress = [], Progress(len(jobs))
-    for job in jobs:
-        earlier = None if force else book.finished(job.student_id, job.assignment_id,
-                                                   notebook_name(job.assignment_id), _fingerprint(job))
-        if earlier is not None:
-            progress.step(earlier, reused=True)
-        else:
-            todo.append(job)
-    for assignment in {job.assignment_id for job in todo}:
-        load_rubric(course.rubric(assignment))
+    todo, progress = outstanding(submissions, course, book, only=only, force=force)
     limits = asdict(settings.limits)
 
     if todo:
