@@ -9,8 +9,8 @@ interleaved so that every grader sees the same machine load:
   stock   ``nbgrader autograde NOTEBOOK`` in a temporary copy of the course (``source/``,
           ``notebooks/``, ``nbgrader_config.py``; per-cell timeout 180 s), scores read from
           nbgrader's gradebook database;
-  ours    ``python -m grader grade --workers W --assignment NOTEBOOK`` (pre-warmed kernels);
-  cold    the same with ``--no-prewarm``;
+  ours    ``python -m grader grade --workers W --assignment NOTEBOOK`` (kernels forked from a fork server, pre-warmed);
+  cold    the same with ``--no-fork-server --no-prewarm`` (a new kernel process when each notebook is due);
   floor   each instructor notebook (solutions and hidden tests) converted by nbconvert to a plain
           Python script and run with the course's Python (best of two), times the number of
           submissions of that notebook, divided by the number of cores;
@@ -484,12 +484,12 @@ def main() -> None:
 
         stock = Run("stock nbgrader autograde (serial)", 1)
         ours = Run(f"ours --workers {args.workers}", args.workers)
-        cold = Run(f"ours --workers {args.workers} --no-prewarm", args.workers)
+        cold = Run(f"ours --workers {args.workers} --no-fork-server --no-prewarm", args.workers)
         for assignment in ASSIGNMENTS:  # interleaved: the graders see similar load
             print(f"grading {assignment}: {wait_for_quiet(args.quiet_wait)}", flush=True)
             measured(stock, assignment, ["nbgrader", "autograde", assignment, "--ExecutePreprocessor.timeout=180",
                                          "--Execute.timeout=180"], log, cwd=stock_root)
-            for run, extra, out in ((ours, [], "ours"), (cold, ["--no-prewarm"], "cold")):
+            for run, extra, out in ((ours, [], "ours"), (cold, ["--no-fork-server", "--no-prewarm"], "cold")):
                 print(f"  {wait_for_quiet(args.quiet_wait)}", flush=True)
                 measured(run, assignment, [python(), "-m", "grader", "grade", "--submissions", str(submitted), "--out",
                                            str(work / out), "--workers", str(args.workers), "--assignment", assignment,
@@ -553,9 +553,9 @@ def main() -> None:
         print(row(whole.name, [], None) + f"{'':>66}{whole.total_cpu:>9.1f}")
         print()
         print("ratios")
-        for label, a_run, b_run in (("stock / ours (wall)", stock, ours), ("stock / ours --no-prewarm (wall)", stock, cold),
+        for label, a_run, b_run in (("stock / ours (wall)", stock, ours), ("stock / ours cold (wall)", stock, cold),
                                     ("stock / ours (CPU)", stock, ours), ("ours / floor (wall)", ours, floor),
-                                    ("ours --no-prewarm / floor (wall)", cold, floor)):
+                                    ("ours cold / floor (wall)", cold, floor)):
             key = "cpu" if "CPU" in label else "seconds"
             a_v, b_v = getattr(a_run, key), getattr(b_run, key)
             print(f"  {label:<34}" + "".join(f"{a}: {a_v[a] / b_v[a]:.2f}   " for a in ASSIGNMENTS)

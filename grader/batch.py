@@ -1,5 +1,9 @@
 """Grade a folder of submissions, several at a time, resumably.
 
+Kernels are forked from one fork server per run (``grader.zygote``), so the
+imports are paid once, and each worker starts its next kernel while the
+current notebook runs; every kernel still runs exactly one notebook.
+
 Submissions are laid out as nbgrader's ``submitted/{student_id}/{assignment_id}/``.
 Each kernel has its own scratch directory and, under root, its own leased uid,
 so concurrent kernels cannot see each other.
@@ -23,6 +27,7 @@ from .layout import Course
 from .kernel_run import run_in, start_kernel, stop_kernel
 from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare
 from .results import NotebookResult, Status
+from .zygote import Zygote
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
 
@@ -66,19 +71,19 @@ class Progress:
               file=self.stream, flush=True)
 
 
-async def _warm_kernel(settings: Settings):
+async def _warm_kernel(settings: Settings, zygote: Zygote | None):
     """A confined kernel with the libraries imported, and the stack that frees it."""
     stack = contextlib.AsyncExitStack()
     try:
         conf = await stack.enter_async_context(confinement(settings))
-        kernel = await start_kernel(conf)
+        kernel = await start_kernel(conf, zygote=zygote)
     except BaseException:
         await stack.aclose()
         raise
     return kernel, stack
 
 
-async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report) -> None:
+async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report, zygote: Zygote | None) -> None:
     """Grade jobs one after another; with pre-warming, the next kernel starts
     while the current notebook runs. Each kernel runs exactly one notebook."""
     warm: asyncio.Task | None = None
@@ -94,8 +99,9 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report)
                 if prepared.notebook is None:
                     report(finish(prepared, None, course, settings))
                     continue
-                current = warm or asyncio.ensure_future(_warm_kernel(settings))
-                warm = asyncio.ensure_future(_warm_kernel(settings)) if settings.prewarm and not jobs.empty() else None
+                current = warm or asyncio.ensure_future(_warm_kernel(settings, zygote))
+                warm = (asyncio.ensure_future(_warm_kernel(settings, zygote))
+                        if settings.prewarm and not jobs.empty() else None)
                 kernel, stack = await current
                 try:
                     execution = await run_in(kernel, prepared.notebook, kernel.conf)
@@ -147,12 +153,17 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
         with lock:
             progress.step(result)
 
-    threads = [threading.Thread(target=asyncio.run, args=(_worker(queued, course, settings, report),))
-               for _ in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    zygote = Zygote() if settings.fork_server and todo else None
+    try:
+        threads = [threading.Thread(target=asyncio.run, args=(_worker(queued, course, settings, report, zygote),))
+                   for _ in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        if zygote is not None:
+            zygote.close()
     results = book.all_results()
     book.write_tables(results)
     return results

@@ -35,7 +35,8 @@ def cmd_grade(args) -> int:
     limits = Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                     max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
     settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
-                        confine=not args.no_confine, prewarm=not args.no_prewarm)
+                        confine=not args.no_confine, prewarm=not args.no_prewarm,
+                        fork_server=not args.no_fork_server)
     started = time.monotonic()
     if args.scheduler:
         from .cluster import grade_all_on_cluster
@@ -133,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
     grade.add_argument("--no-prewarm", action="store_true",
                        help="start each kernel only when its notebook is due (slower; for comparisons)")
+    grade.add_argument("--no-fork-server", action="store_true",
+                       help="start every kernel as a new process instead of forking it (slower; for comparisons)")
     grade.add_argument("--no-confine", action="store_true",
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,7 +134,8 @@ class Kernel:
     release: object = None  # callable that frees the scratch folder and uid lease
 
 
-async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeout: float = 120) -> Kernel:
+async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeout: float = 120,
+                       zygote=None) -> Kernel:
     """Start a kernel in ``conf`` and, optionally, import the heavy libraries.
 
     Importing JAX does not start its backend, so the setup cell can still
@@ -143,6 +145,13 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
     conf.scratch.mkdir(parents=True, exist_ok=True)
     km = ConfinedKernelManager(kernel_name="python3")
     km.confinement = conf
+    if zygote is not None:  # fork the kernel from a process that has imported everything already
+        from .zygote import ForkProvisioner
+
+        km.kernel_id = str(uuid.uuid4())
+        km.provisioner = ForkProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
+        km.provisioner.zygote = zygote
+        preload = False
     await km.start_kernel(cwd=str(conf.scratch))
     kc = km.client()
     kc.start_channels()

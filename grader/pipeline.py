@@ -51,6 +51,7 @@ class Settings:
     scratch_root: Path | None = None
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
+    fork_server: bool = True  # fork kernels from a process that imported the libraries once
 
 
 def notebook_name(assignment: str) -> str:

@@ -162,8 +162,13 @@ def _give_to(path: Path, uid: int) -> None:
             os.chown(os.path.join(root, name), uid, uid)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def confine(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Apply every step to this process; return the kernel command and its environment.
+
+    On failure it prints ``SANDBOX_FAILED`` to the kernel log and exits: an
+    unconfined kernel never starts.
+    """
+    parser = argparse.ArgumentParser(prog="python -m grader.sandbox", description=__doc__.splitlines()[0])
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--limits", required=True)
     parser.add_argument("--uid", type=int)
@@ -189,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     log = os.open(scratch / ".kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
     try:
         env = clean_environment(scratch)
         if os.geteuid() == 0 and args.uid is not None:
@@ -205,6 +212,11 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # fail closed: never start an unconfined kernel
         print(f"{SANDBOX_FAILED} {type(error).__name__}: {error}", flush=True)
         os._exit(70)
+    return command, env
+
+
+def main(argv: list[str] | None = None) -> None:
+    command, env = confine(sys.argv[1:] if argv is None else argv)
     os.execve(command[0], command, env)
 
 

@@ -1,0 +1,152 @@
+"""A fork server for kernels: pay the imports once, fork a fresh kernel per notebook.
+
+Starting a kernel costs about 1.8 s of CPU, most of it importing IPython,
+ipykernel, NumPy and JAX. ``python -m grader.zygote`` imports them once and
+then, for each request on stdin (the arguments of ``grader.sandbox``), forks a
+child that applies every confinement step of ``grader.sandbox.confine`` to
+itself and runs the kernel in-process. Each child runs exactly one notebook
+and shares nothing with the others after the fork (memory is copy-on-write).
+JAX's backend is not started here, so each kernel still chooses its own
+device count.
+
+The grader side is ``Zygote`` (one per grading run) and ``ForkProvisioner``,
+a jupyter_client provisioner that asks the zygote for a kernel instead of
+starting a process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from jupyter_client.provisioning import LocalProvisioner
+
+PRELOAD = ("numpy", "jax", "jax.numpy", "IPython", "ipykernel.kernelapp", "matplotlib", "matplotlib_inline.backend_inline")
+
+
+# -- the server (runs as ``python -m grader.zygote``) -------------------------
+def _reap(signum, frame) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _child(argv: list[str]) -> None:
+    from grader.sandbox import confine
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    command, env = confine(argv)
+    os.environ.clear()
+    os.environ.update(env)
+    connection = command[command.index("-f") + 1]
+    from ipykernel.kernelapp import IPKernelApp
+
+    # The kernel exits when the fork server does (which exits when the grader does).
+    IPKernelApp.launch_instance(argv=["-f", connection, f"--IPKernelApp.parent_handle={os.getppid()}"])
+
+
+def serve() -> None:
+    for name in PRELOAD:
+        __import__(name)
+    signal.signal(signal.SIGCHLD, _reap)
+    replies = sys.stdout
+    for line in sys.stdin:
+        argv = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(argv)
+            finally:
+                os._exit(0)
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        replies.flush()
+
+
+# -- the client (in the grader) ----------------------------------------------
+class Zygote:
+    """One fork server, shared by the grader's workers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "grader.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+
+    def spawn(self, sandbox_argv: list[str]) -> int:
+        with self._lock:
+            if self._process.poll() is not None:
+                raise RuntimeError("the kernel fork server has stopped")
+            self._process.stdin.write(json.dumps(sandbox_argv) + "\n")
+            self._process.stdin.flush()
+            reply = self._process.stdout.readline()
+        if not reply:
+            raise RuntimeError("the kernel fork server did not answer")
+        return int(json.loads(reply)["pid"])
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            self._process.wait(timeout=10)
+
+
+class ForkedProcess:
+    """The subset of ``subprocess.Popen`` jupyter_client uses, for a process we did not start."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.returncode = -signal.SIGKILL  # the exit status belongs to the fork server
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class ForkProvisioner(LocalProvisioner):
+    """Gets the kernel process from a ``Zygote`` instead of starting one."""
+
+    zygote: Zygote | None = None
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        sandbox_argv = cmd[cmd.index("grader.sandbox") + 1:]
+        pid = self.zygote.spawn(sandbox_argv)
+        self.process = ForkedProcess(pid)
+        self.pid = self.pgid = pid  # the child starts its own session
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
+
+if __name__ == "__main__":
+    serve()
