@@ -34,8 +34,3 @@ def points(cell) -> float:
         return float(nbgrader(cell).get("points", 0) or 0)
     except (TypeError, ValueError):
         return 0.0
-
-
-def is_instructor_owned(cell) -> bool:
-    """Cells the learner may not change: everything except solution cells."""
-    return not is_solution(cell)

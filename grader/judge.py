@@ -76,12 +76,6 @@ class Evidence:
             raise Mismatch(f"{key}: expected text")
         return recorded.value
 
-    def sequence(self, key: str) -> list[Recorded]:
-        recorded = self.get(key)
-        if recorded.kind != "sequence":
-            raise Mismatch(f"{key}: expected a list")
-        return recorded.value
-
     # -- checks ---------------------------------------------------------
     def close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6, what: str | None = None) -> None:
         expected = np.asarray(expected, dtype=np.float64)

@@ -109,11 +109,6 @@ def kill_uid(uid: int) -> int:
     return killed
 
 
-def _exit_status(km: AsyncKernelManager) -> int | None:
-    process = getattr(km.provisioner, "process", None) if km.provisioner else None
-    return None if process is None else process.poll()
-
-
 def _kernel_log(conf: Confinement) -> str:
     try:
         return (conf.scratch / ".kernel.log").read_text(errors="replace")[-20000:]
@@ -131,7 +126,6 @@ class Kernel:
     conf: Confinement
     km: AsyncKernelManager
     kc: object
-    release: object = None  # callable that frees the scratch folder and uid lease
 
 
 async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeout: float = 120,
@@ -264,8 +258,3 @@ async def _watch(task, client: CountingClient, km, budget: float):
     except DeadKernelError:
         return "kernel_died", "the kernel died"
     return None
-
-
-def execute_confined(nb, conf: Confinement, *, start_cell: int = 0) -> Execution:
-    """Run ``nb`` in a fresh confined kernel (synchronous convenience)."""
-    return asyncio.run(run_in(None, nb, conf, start_cell=start_cell))

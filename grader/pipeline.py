@@ -1,15 +1,17 @@
-"""Grade one submitted notebook: a fixed sequence of small steps.
+"""Grade one submitted notebook: a fixed sequence of small steps, in three phases.
 
-    locate -> read -> rebuild on the course skeleton -> scan learner code
-    -> execute confined -> judge recorded values -> decide status
-    -> write autograded notebook, feedback and result
+    prepare:  locate -> read -> rebuild on the course skeleton -> scan learner code
+    execute:  run in a confined kernel (``kernel_run``; locally or on a Dask worker)
+    finish:   judge recorded values -> decide status
+              -> write autograded notebook, feedback and result
 
-Anything the submission does ends in a recorded status; only a bug in the
-grader itself becomes ``grader_error``, and even that is recorded.
+Only ``execute`` runs learner code, and it needs nothing but the rebuilt
+notebook, so ``batch`` and ``cluster`` can place it where they like. Anything
+the submission does ends in a recorded status; only a bug in the grader itself
+becomes ``grader_error``, and even that is recorded.
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import shutil
@@ -28,7 +30,7 @@ from . import cells, intake, restore, scan
 from .feedback import render
 from .gradebook import Gradebook, atomic_write
 from .judge import Evidence, load_rubric
-from .kernel_run import Execution, run_in
+from .kernel_run import Execution
 from .layout import Course
 from .records import records_of_cell
 from .results import NotebookResult, Status, TestResult
@@ -126,23 +128,6 @@ def grader_error(job: Job, course: Course, settings: Settings, prepared: Prepare
     prepared.result.status = Status.GRADER_ERROR
     prepared.result.message = "internal grader error: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
     return record(prepared, None, settings)
-
-
-def grade(job: Job, course: Course, settings: Settings) -> NotebookResult:
-    """All steps for one submission, in a kernel started for it (no pre-warming)."""
-    prepared = None
-    try:
-        prepared = prepare(job, course, settings)
-        if prepared.notebook is None:
-            return finish(prepared, None, course, settings)
-
-        async def execute() -> Execution:
-            async with confinement(settings) as conf:
-                return await run_in(None, prepared.notebook, conf)
-
-        return finish(prepared, asyncio.run(execute()), course, settings)
-    except Exception:
-        return grader_error(job, course, settings, prepared)
 
 
 def learner_flags(nb) -> list[str]:
