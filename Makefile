@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(PY) -m grader generate
 	$(PY) -m grader figures
 	$(PY) -m grader samples
-	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force
+	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(CURDIR)/gradebook.db
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
@@ -41,4 +41,4 @@ samples: $(STAMP)
 	$(PY) -m grader samples
 
 clean-grading:
-	rm -rf autograded feedback results grades.csv results.json
+	rm -rf autograded feedback results grades.csv results.json gradebook.db

@@ -46,6 +46,11 @@ def cmd_grade(args) -> int:
     else:
         results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
                             only=args.assignment, force=args.force)
+    if args.gradebook:
+        from .nbgrader_db import export_grades
+
+        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results)} notebooks written "
+              f"to {args.gradebook}")
     print(table(results))
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
@@ -132,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
     grade.add_argument("--max-processes", type=int, default=defaults.max_processes)
     grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
+    grade.add_argument("--gradebook", metavar="DB_URL",
+                       help="also write the scores into this nbgrader database (sqlite:///... or postgresql://...)")
     grade.add_argument("--no-prewarm", action="store_true",
                        help="start each kernel only when its notebook is due (slower; for comparisons)")
     grade.add_argument("--no-fork-server", action="store_true",

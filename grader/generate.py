@@ -18,8 +18,13 @@ import nbformat
 from .layout import Course
 
 
-def generate(course: Course, assignments: list[str] | None = None, release: Path | None = None) -> list[Path]:
-    """Run nbgrader for each assignment; return the written notebooks."""
+def generate(course: Course, assignments: list[str] | None = None, release: Path | None = None,
+             db_url: str | None = None) -> list[Path]:
+    """Run nbgrader for each assignment; return the written notebooks.
+
+    nbgrader also records each assignment's cells in a gradebook database:
+    ``db_url``, or a throwaway one.
+    """
     written = []
     release = release or course.release
     with tempfile.TemporaryDirectory() as db_dir:
@@ -27,7 +32,7 @@ def generate(course: Course, assignments: list[str] | None = None, release: Path
             command = [
                 sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force", "--create",
                 f"--CourseDirectory.root={course.root}", f"--CourseDirectory.release_directory={release}",
-                f"--CourseDirectory.db_url=sqlite:///{db_dir}/gradebook.db", "--log-level=WARN",
+                f"--CourseDirectory.db_url={db_url or f'sqlite:///{db_dir}/gradebook.db'}", "--log-level=WARN",
             ]
             # nbgrader runs `alembic` from PATH to set up its database.
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -46,3 +46,22 @@ def test_kill_then_resume_keeps_finished_grades_and_regrade_is_identical(tmp_pat
     assert (out / "grades.csv").read_text() == first
     assert "s2,sharded_step,sharded_step.ipynb,1,11" in first
     assert "s1,sharded_step,sharded_step.ipynb,11,11" in first
+
+
+def test_scores_reach_nbgrader_gradebook(tmp_path):
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    done = _grade(ROOT / "samples" / "submitted", tmp_path / "out", "--assignment", "sharded_step",
+                  "--gradebook", db_url)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open()))
+    assert len(rows) == 4
+    with Gradebook(db_url) as book:
+        for row in rows:
+            submission = book.find_submission("sharded_step", row["student_id"])
+            assert submission.score == float(row["score"])
+            assert submission.max_score == float(row["max_score"]) + float(row["manual_max_score"])
+            assert submission.needs_manual_grade  # the free-response answer waits for the instructor

@@ -1,0 +1,40 @@
+"""Copy grades into an nbgrader gradebook database (SQLite or PostgreSQL URL).
+
+With the scores in nbgrader's own database, formgrader shows them, manual
+grading of the free-response cells happens there, and ``nbgrader export``
+works. The copy runs once, from one thread, after grading: one writer, so the
+database stays consistent however many workers graded.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from .generate import generate
+from .layout import Course
+from .results import NotebookResult
+
+
+def export_grades(db_url: str, course: Course, results: list[NotebookResult]) -> int:
+    """Write every autograded score of ``results`` into ``db_url``; return how many notebooks."""
+    assignments = sorted({r.assignment_id for r in results if r.assignment_id in course.assignments()})
+    with tempfile.TemporaryDirectory() as tmp:
+        # nbgrader itself records each assignment's notebooks and cells (its SaveCells step).
+        generate(course, assignments, release=Path(tmp), db_url=db_url)
+    written = 0
+    with Gradebook(db_url) as book:
+        for result in results:
+            if result.assignment_id not in assignments:
+                continue
+            book.update_or_create_student(result.student_id)
+            book.update_or_create_submission(result.assignment_id, result.student_id)
+            notebook = Path(result.notebook).stem
+            for test in result.tests:
+                grade = book.find_grade(test.grade_id, notebook, result.assignment_id, result.student_id)
+                grade.auto_score = test.points
+                grade.needs_manual_grade = False
+            written += 1
+        book.db.commit()
+    return written
