@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import os
 import signal
 import sys
@@ -23,7 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from .sandbox import SANDBOX_FAILED, Confinement, launch_command
+from .sandbox import Confinement, launch_command, read_failure
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
 # inside Python is recorded but the remaining cells still run.
@@ -53,12 +54,17 @@ class ConfinedKernelManager(AsyncKernelManager):
     confinement: Confinement | None = None
 
     def format_kernel_cmd(self, extra_arguments=None):
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
-        return launch_command(self.confinement, kernel)
+        return launch_command(self.confinement, sys.executable)
 
 
 class CountingClient(NotebookClient):
-    """Counts output bytes; past the cap it stops keeping outputs."""
+    """Counts every byte the kernel sends; keeps each output in the cell that was running.
+
+    Past the cap it stops keeping outputs. A kernel cannot rewrite an earlier
+    cell's outputs: display-id updates (``update_display_data``, or a display
+    reusing an earlier display id) and widget (comm) messages are ignored, so a
+    test cell's outputs are only what ran while it ran.
+    """
 
     def __init__(self, *args, max_output_bytes: int, **kwargs):
         super().__init__(*args, **kwargs)
@@ -66,14 +72,19 @@ class CountingClient(NotebookClient):
         self.output_bytes = 0
         self.overflowed = False
 
-    def output(self, outs, msg, display_id, cell_index):
-        content = msg.get("content", {})
-        self.output_bytes += len(str(content.get("text", ""))) + len(str(content.get("data", "")))
-        self.output_bytes += len(str(content.get("traceback", "")))
+    def process_message(self, msg, cell, cell_index):
+        self.output_bytes += len(json.dumps(msg.get("content", {}), default=str)) + len(str(msg.get("metadata", "")))
         if self.output_bytes > self.max_output_bytes:
             self.overflowed = True
-            return None
-        return super().output(outs, msg, display_id, cell_index)
+            if msg.get("msg_type") != "status":
+                return None
+        return super().process_message(msg, cell, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        return None
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None
 
 
 def _kill_group(km: AsyncKernelManager) -> None:
@@ -111,7 +122,7 @@ def kill_uid(uid: int) -> int:
 
 def _kernel_log(conf: Confinement) -> str:
     try:
-        return (conf.scratch / ".kernel.log").read_text(errors="replace")[-20000:]
+        return conf.log_file.read_text(errors="replace")[-20000:]
     except OSError:
         return ""
 
@@ -137,7 +148,10 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
     path when kernels are started ahead of the submissions they will run.
     """
     conf.scratch.mkdir(parents=True, exist_ok=True)
-    km = ConfinedKernelManager(kernel_name="python3")
+    conf.connection_file().parent.mkdir(parents=True, exist_ok=True)
+    # IPC sockets in the kernel's own runtime folder: no TCP port for another process to find.
+    km = ConfinedKernelManager(kernel_name="python3", transport="ipc", ip=conf.ipc_prefix(),
+                               connection_file=str(conf.connection_file()))
     km.confinement = conf
     if zygote is not None:  # fork the kernel from a process that has imported everything already
         from .zygote import ForkProvisioner
@@ -146,7 +160,7 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
         km.provisioner = ForkProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
         km.provisioner.zygote = zygote
         preload = False
-    await km.start_kernel(cwd=str(conf.scratch))
+    await km.start_kernel(cwd=str(conf.home))
     kc = km.client()
     kc.start_channels()
     kernel = Kernel(conf, km, kc)
@@ -195,9 +209,10 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
     finally:
         if kernel is not None:
             await stop_kernel(kernel)
+    failure = read_failure(conf)
+    if failure:
+        raise SandboxError(failure)
     log = _kernel_log(conf)
-    if SANDBOX_FAILED in log:
-        raise SandboxError(log[log.index(SANDBOX_FAILED):].splitlines()[0])
     if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
         run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
     run.seconds = time.monotonic() - started

@@ -20,7 +20,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import uuid
 
 from jupyter_client.provisioning import LocalProvisioner
 
@@ -39,20 +41,28 @@ def _reap(signum, frame) -> None:
 
 
 def _child(argv: list[str]) -> None:
+    import importlib.util
+
     from grader.sandbox import confine
+    from grader.sandbox.disguise import become
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    command, env = confine(argv)
+    _, command, env = confine(argv)
     os.environ.clear()
     os.environ.update(env)
-    connection = command[command.index("-f") + 1]
+    become(command, importlib.util.find_spec("ipykernel_launcher").origin)
+    for name in [n for n in sys.modules if n == "grader" or n.startswith("grader.")]:
+        del sys.modules[name]
     from ipykernel.kernelapp import IPKernelApp
 
-    # The kernel exits when the fork server does (which exits when the grader does).
-    IPKernelApp.launch_instance(argv=["-f", connection, f"--IPKernelApp.parent_handle={os.getppid()}"])
+    # No parent handle: the kernel dies with its namespace's init, which dies with the fork server.
+    IPKernelApp.launch_instance(argv=command[3:])
 
 
 def serve() -> None:
+    # Started with exactly the kernels' environment; matplotlib's cache for the imports goes elsewhere.
+    cache = tempfile.TemporaryDirectory(prefix="zygote-mpl-")
+    os.environ["MPLCONFIGDIR"] = cache.name
     for name in PRELOAD:
         __import__(name)
     signal.signal(signal.SIGCHLD, _reap)
@@ -74,9 +84,17 @@ class Zygote:
     """One fork server, shared by the grader's workers."""
 
     def __init__(self) -> None:
+        from grader.sandbox import KERNEL_HOME, kernel_argv, kernel_environment
+        from grader.sandbox.disguise import padded_server_argv
+        from grader.sandbox.view import RUNTIME, connection_name
+
+        # Scrubbed before the fork: the server never holds the grader's environment, and its
+        # command line has room for a kernel's (see grader.sandbox.disguise).
+        kernel = kernel_argv(str(KERNEL_HOME / RUNTIME / connection_name(str(uuid.uuid4()))))
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "grader.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            padded_server_argv([sys.executable, "-m", "grader.zygote"], kernel), env=kernel_environment(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
 
     def spawn(self, sandbox_argv: list[str]) -> int:

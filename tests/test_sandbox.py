@@ -24,10 +24,11 @@ def _confined(tmp_path: Path, code: str, limits: Limits, *, uid: int | None = 61
     conf = Confinement(scratch=scratch, limits=limits, uid=uid if os.geteuid() == 0 else None,
                        private_root=os.geteuid() == 0,
                        keep=[Path(sys.prefix), Path(sys.base_prefix)])
-    command = launch_command(conf, [sys.executable, "-c", textwrap.dedent(code)])
+    conf.home.mkdir()
+    command = launch_command(conf, sys.executable) + ["--", sys.executable, "-c", textwrap.dedent(code)]
     try:
         subprocess.run(command, timeout=timeout, check=False)
-        return (scratch / ".kernel.log").read_text()
+        return conf.log_file.read_text() + (conf.status_file.read_text() if conf.status_file.exists() else "")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

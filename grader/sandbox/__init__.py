@@ -1,0 +1,15 @@
+"""The kernel sandbox: everything that confines one learner kernel.
+
+- ``limits``      resource limits (memory, processes, files, time, output)
+- ``view``        what the kernel sees: its home, environment, sockets, command line
+- ``namespaces``  mount, network, IPC, UTS and PID namespaces and the processes holding them
+- ``rootfs``      the private, allowlisted root file system
+- ``disguise``    a forked kernel's command line made that of an ordinary ipykernel
+- ``confine``     the steps in order; ``python -m grader.sandbox`` runs them, then the kernel
+"""
+from .confine import SANDBOX_FAILED, confine, launch_command, read_failure, sandbox_arguments
+from .limits import Limits, apply_limits
+from .view import KERNEL_HOME, Confinement, kernel_argv, kernel_environment
+
+__all__ = ["SANDBOX_FAILED", "KERNEL_HOME", "Confinement", "Limits", "apply_limits", "confine", "kernel_argv",
+           "kernel_environment", "launch_command", "read_failure", "sandbox_arguments"]

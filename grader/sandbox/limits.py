@@ -1,0 +1,34 @@
+"""Resource limits of one kernel, set on itself before any learner code runs."""
+from __future__ import annotations
+
+import json
+import resource
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Limits:
+    """Per-submission limits; defaults suit the course notebooks on a 2-core, 24 GiB machine."""
+
+    memory_mb: int = 4096
+    max_processes: int = 256  # threads count too: JAX starts a few dozen
+    max_file_mb: int = 64
+    max_open_files: int = 512
+    cell_timeout_s: float = 120.0
+    notebook_timeout_s: float = 600.0
+    max_output_bytes: int = 4 * 1024 * 1024
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+def apply_limits(limits: Limits) -> None:
+    mb = 1024 * 1024
+    for which, value in [
+        (resource.RLIMIT_AS, limits.memory_mb * mb),
+        (resource.RLIMIT_NPROC, limits.max_processes),
+        (resource.RLIMIT_FSIZE, limits.max_file_mb * mb),
+        (resource.RLIMIT_NOFILE, limits.max_open_files),
+        (resource.RLIMIT_CORE, 0),
+    ]:
+        resource.setrlimit(which, (value, value))
