@@ -6,8 +6,11 @@ session with the project's own parallel grader; the tests then read results.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +65,47 @@ def process_limit_proven() -> bool:
     return prove_process_limit()
 
 
+# Listeners on the host's loopback that a sealed kernel must never reach (see tests/attacks/*/net-*.py).
+HOST_LISTENERS = [("127.0.0.1", 47012), ("127.0.0.2", 47012)]
+HOST_CONTACTS: list[tuple[str, int]] = []
+
+
+@contextlib.contextmanager
+def host_listeners():
+    """Accept on HOST_LISTENERS, answer the quiz ("2") and record every contact in HOST_CONTACTS."""
+    sockets = []
+    for address in HOST_LISTENERS:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(16)
+        sock.settimeout(0.2)
+        sockets.append(sock)
+    stop = threading.Event()
+
+    def serve(sock):
+        while not stop.is_set():
+            try:
+                connection, peer = sock.accept()
+            except OSError:
+                continue
+            HOST_CONTACTS.append(peer)
+            with connection:
+                connection.sendall(b"2")
+
+    threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in sockets]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for sock in sockets:
+            sock.close()
+
+
 @pytest.fixture(scope="session")
 def course() -> Course:
     return Course.default()
@@ -77,7 +121,8 @@ def graded(tmp_path_factory, course) -> dict[str, tuple[Case, NotebookResult]]:
         write_submission(course, case.assignment, case.scenario, submitted, case.student)
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}
     settings = Settings(out=base / "out", limits=CORPUS_LIMITS)
-    results = grade_all(submitted, course, settings, workers=os.cpu_count() or 2)
+    with host_listeners():
+        results = grade_all(submitted, course, settings, workers=os.cpu_count() or 2)
     after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}
     by_key = {(r.student_id, r.assignment_id): r for r in results}
     graded = {c.id: (c, by_key[(c.student, c.assignment)]) for c in cases}

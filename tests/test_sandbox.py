@@ -1,25 +1,28 @@
 """The kernel confinement, proven on harmless programs before any attack runs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from grader.sandbox import Confinement, Limits, launch_command
+from grader.sandbox import SANDBOX_FAILED, Confinement, Limits, launch_command, read_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _confined(tmp_path: Path, code: str, limits: Limits, *, uid: int | None = 61900, timeout: int = 60):
-    # Like the grader, a fresh folder directly in the system temp dir, so the
-    # unprivileged uid can reach it (pytest's tmp_path parents are private).
+def _confined(tmp_path: Path, code: str, limits: Limits, *, uid: int | None = 61900, timeout: int = 60,
+              failures: list | None = None):
+    """Run ``code`` as the sandbox runs a kernel; return its output (and append the sandbox's failure, if any)."""
     scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     conf = Confinement(scratch=scratch, limits=limits, uid=uid if os.geteuid() == 0 else None,
                        private_root=os.geteuid() == 0,
@@ -28,6 +31,8 @@ def _confined(tmp_path: Path, code: str, limits: Limits, *, uid: int | None = 61
     command = launch_command(conf, sys.executable) + ["--", sys.executable, "-c", textwrap.dedent(code)]
     try:
         subprocess.run(command, timeout=timeout, check=False)
+        if failures is not None:
+            failures.append(read_failure(conf))
         return conf.log_file.read_text() + (conf.status_file.read_text() if conf.status_file.exists() else "")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -101,3 +106,184 @@ def test_environment_does_not_reveal_grading(tmp_path):
     names = log.strip().splitlines()[-1]
     for marker in ("NBGRADER", "GRADER", "PYTEST", "JPY_", "COURSE_ROOT"):
         assert marker not in names
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root here; without root the grader "
+                                "confines time, memory, output and files only (README, security model)")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@needs_root
+def test_a_kernel_reaches_no_host_listener_and_no_dask_scheduler(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.1)
+    port = _free_port()
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the test's Dask scheduler did not start")
+        log = _confined(tmp_path, f"""
+            import socket
+            print("interfaces", [name for _, name in socket.if_nameindex()])
+            for port in ({listener.getsockname()[1]}, {port}):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=2)
+                    print("reached", port)
+                except OSError as error:
+                    print("unreachable", port, error.errno)
+            import distributed
+            try:
+                distributed.Client("tcp://127.0.0.1:{port}", timeout=3)
+                print("scheduler client connected")
+            except OSError as error:
+                print("scheduler client refused")
+            """, Limits(), timeout=120)
+        with pytest.raises(OSError):
+            listener.accept()  # nobody knocked
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+        listener.close()
+    assert "interfaces ['lo']" in log
+    assert "reached" not in log and "scheduler client connected" not in log, log
+    assert "scheduler client refused" in log, log
+
+
+def _host_processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append(int(entry.name))
+    return found
+
+
+STASH_KEY = 0x5EED0099
+
+
+@needs_root
+def test_nothing_a_kernel_creates_survives_it_or_reaches_the_next(tmp_path):
+    first = _confined(tmp_path, f"""
+        import ctypes, os, socket, time
+        for path in ("/dev/shm/stash", "/tmp/stash", os.path.expanduser("~/stash")):
+            open(path, "w").write("secret")
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("shm", libc.shmget({STASH_KEY}, 4096, 0o1666) >= 0)
+        if os.fork() == 0:  # a daemon that would serve the stash to later kernels
+            os.setsid()
+            if os.fork() == 0:
+                server = socket.socket(socket.AF_UNIX)
+                server.bind("\\0stash")
+                server.listen(1)
+                time.sleep(120)
+            os._exit(0)
+        time.sleep(0.5)
+        print("created", sorted(os.listdir("/dev/shm")), sorted(os.listdir("/tmp")))
+        """, Limits(), uid=61901)
+    assert "shm True" in first and "created ['stash'] ['stash']" in first, first
+    assert _host_processes_of(61901) == []  # the daemon died with the kernel's PID namespace
+    assert not Path("/dev/shm/stash").exists() and not Path("/tmp/stash").exists()
+    assert f"{STASH_KEY:10d}" not in Path("/proc/sysvipc/shm").read_text()
+    second = _confined(tmp_path, f"""
+        import ctypes, os, socket
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("segment", libc.shmget({STASH_KEY}, 0, 0) >= 0)
+        print("files", [p for p in ("/dev/shm/stash", "/tmp/stash", "/var/tmp/stash") if os.path.exists(p)])
+        try:
+            socket.socket(socket.AF_UNIX).connect("\\0stash")
+            print("daemon reached")
+        except OSError:
+            print("no daemon")
+        """, Limits(), uid=61902)
+    assert "segment False" in second and "files []" in second and "no daemon" in second, second
+
+
+@needs_root
+def test_a_kernel_sees_only_its_own_processes(tmp_path):
+    log = _confined(tmp_path, f"""
+        import os
+        print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "me", os.getpid())
+        print("grader visible", os.path.exists("/proc/{os.getpid()}"), os.path.exists("/proc/1/cmdline"))
+        """, Limits())
+    words = log.split()
+    me = words[words.index("me") + 1]
+    assert f"pids [{me}] me {me}" in log and "grader visible False False" in log, log
+
+
+@needs_root
+def test_a_kernel_cannot_forge_a_sandbox_failure_but_a_real_one_is_reported(tmp_path):
+    failures: list = []
+    _confined(tmp_path, f"""
+        import glob, os
+        os.write(1, b"{SANDBOX_FAILED} forged\\n")
+        os.write(2, b"{SANDBOX_FAILED} forged\\n")
+        found = [p for top in ("/home", "/tmp", "/dev/shm") for p in glob.glob(top + "/**/*status*", recursive=True)]
+        for path in ["../sandbox-status", "../kernel.log", "/sandbox-status"] + found:
+            try:
+                open(path, "a").write("{SANDBOX_FAILED} forged")
+            except OSError:
+                pass
+        """, Limits(), failures=failures)
+    _confined(tmp_path, "print('never runs')", Limits(), uid=-5, failures=failures)  # setuid(-5) fails
+    assert failures[0] is None
+    assert failures[1] and failures[1].startswith(SANDBOX_FAILED), failures
+
+
+IDENTITY = r"""
+import ctypes, json, os, sys
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, as an attacker would
+print(json.dumps({"cmdline": open("/proc/self/cmdline", "rb").read().decode(), "argv": sys.argv,
+                  "orig_argv": sys.orig_argv, "environ": open("/proc/self/environ", "rb").read().decode(),
+                  "cwd": os.getcwd(), "modules": sorted(m for m in sys.modules if m.startswith("grader"))}))
+"""
+
+
+def _identity(zygote) -> dict:
+    import asyncio
+    import json
+    import re
+
+    import nbformat
+
+    from grader.kernel_run import run_in, start_kernel
+    from grader.pipeline import Settings, confinement
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IDENTITY)])
+
+    async def run():
+        async with confinement(Settings(out=Path(tempfile.gettempdir()))) as conf:
+            await run_in(await start_kernel(conf, zygote=zygote, preload=False), nb, conf)
+
+    asyncio.run(run())
+    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    return json.loads(re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text))
+
+
+@needs_root
+def test_a_forked_kernel_looks_like_an_ordinary_kernel():
+    from grader.sandbox import kernel_argv, kernel_environment
+    from grader.zygote import Zygote
+
+    zygote = Zygote()
+    try:
+        forked = _identity(zygote)
+    finally:
+        zygote.close()
+    started = _identity(None)
+    assert forked == started
+    argv = kernel_argv("/home/learner/.local/share/jupyter/runtime/kernel-UUID.json")
+    assert forked["cmdline"] == "\0".join(argv) + "\0" and forked["orig_argv"] == argv
+    assert forked["environ"] == "".join(f"{k}={v}\0" for k, v in kernel_environment().items())
+    assert forked["cwd"] == "/home/learner" and forked["modules"] == []

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import all_cases
+from conftest import HOST_CONTACTS, HOST_LISTENERS, all_cases
 
 CASES = all_cases()
 
@@ -48,3 +48,9 @@ def test_grades_csv_has_every_case(graded):
             "manual_max_score", "status", "message"} <= set(rows[0])
     students = {(c.student, c.assignment) for key, (c, _) in graded.items() if key != "__meta__"}
     assert students <= {(r["student_id"], r["assignment_id"]) for r in rows}
+
+
+def test_no_kernel_reached_the_hosts_loopback(graded):
+    """net-host-listener and the IOPub sniffer try; a sealed kernel has no route to the host."""
+    assert "attack/sharded_step/net-host-listener" in graded
+    assert HOST_CONTACTS == [], f"kernels reached {HOST_LISTENERS}: {HOST_CONTACTS}"
