@@ -1,48 +1,105 @@
-"""Feedback HTML for the learner: results and their own work, no hidden tests.
+"""Feedback HTML for the learner: results and their own work, no hidden tests, no active content.
 
 Test cells show only their public part; their outputs are replaced by the
 judge's message, so neither hidden code nor reference values (which a
 traceback could quote) reach the page.
+
+Hidden tests stay hidden. Their source reaches the learner's kernel only when
+the first cell holding hidden tests runs; from then on learner code can read
+it in many ways (IPython's ``In``, ``_ih``, ``Out`` and history, the frame of
+the test cell that called a learner function, ``linecache``) and print it,
+encoded as it likes, from any later cell. So the page shows no output of any
+cell at or after the first hidden cell (a note says it was withheld): that
+rule needs no guess about how the text was read or disguised, which redaction
+alone would. Outputs before it cannot hold hidden source, since the kernel
+had never received any; those that carry a display id are dropped all the
+same, since a later cell could update them. As defence in depth every text
+shown is also redacted of verbatim hidden lines, and an exception name in a
+judge's message (a learner class can be given any name) is shown only when it
+is a builtin one.
+
+No script runs: every learner-derived string is escaped or cleaned by
+``sanitize``, images are data: png/jpeg only, and the page carries a
+Content-Security-Policy that allows no script, no request and no form.
 """
 from __future__ import annotations
 
+import builtins
 import html
+import re
 
-from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-from . import cells
+from . import cells, sanitize
 from .results import NotebookResult
 from .variants import HIDDEN
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+WITHHELD = "output withheld: produced after hidden tests had run"
+REDACTED = "[hidden test line removed]"
+BUILTIN_ERRORS = {name for name, value in vars(builtins).items()
+                  if isinstance(value, type) and issubclass(value, BaseException)}
+_RAISED = re.compile(r"; the test cell raised (.*)$", re.S)
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
 .pass{color:#1a7f37}.fail{color:#b42318}pre{background:#f6f8fa;padding:.6rem;overflow:auto}
 .cell{margin:1rem 0}.result{border-left:4px solid #999;padding:.3rem .8rem;background:#fafafa}
+.withheld{color:#666;font-style:italic}
 """
 
 
-def _output_html(output) -> str:
+class _Text:
+    """Escapes text for the page after removing every verbatim line of hidden test source."""
+
+    def __init__(self, nb):
+        sources = [str(c.source) for c in (nb.cells if nb is not None else []) if c.cell_type == "code"]
+        hidden = {line.strip() for source in sources for block in HIDDEN.findall(source) for line in block.splitlines()}
+        public = {line.strip() for source in sources for line in HIDDEN.sub("", source).splitlines()}
+        self.hidden = sorted((line for line in hidden - public if len(line) > 12), key=len, reverse=True)
+
+    def redact(self, text) -> str:
+        text = str(text)
+        for line in self.hidden:
+            text = text.replace(line, REDACTED)
+        return text
+
+    def __call__(self, text) -> str:
+        return html.escape(self.redact(text))
+
+    def judge(self, message: str) -> str:
+        raised = _RAISED.search(message)
+        if raised and raised.group(1) not in BUILTIN_ERRORS:
+            message = message[:raised.start()] + "; the test cell raised an exception"
+        return self(message)
+
+
+def _output_html(output, text: _Text) -> str:
     kind = output.get("output_type")
     if kind == "stream":
-        return f"<pre>{html.escape(output.get('text', '')[:20000])}</pre>"
+        return f"<pre>{text(str(output.get('text', ''))[:20000])}</pre>"
     if kind == "error":
-        return f"<pre class='fail'>{html.escape(output.get('ename', ''))}: {html.escape(output.get('evalue', '')[:2000])}</pre>"
+        return f"<pre class='fail'>{text(output.get('ename', ''))}: {text(str(output.get('evalue', ''))[:2000])}</pre>"
     data = output.get("data", {})
-    if "image/png" in data:
-        return f"<img alt='figure' src='data:image/png;base64,{html.escape(str(data['image/png']))}'>"
-    if "text/plain" in data and "application/vnd.jax-course.record+json" not in data:
-        return f"<pre>{html.escape(str(data['text/plain'])[:20000])}</pre>"
+    if "transient" in output or "display_id" in str(output.get("metadata", {})):
+        return ""  # an update from a later cell could have replaced it
+    for mime in ("image/png", "image/jpeg"):
+        uri = f"data:{mime};base64," + re.sub(r"\s", "", str(data.get(mime, "")))
+        if mime in data and sanitize.safe_image(uri, page=True):
+            return f"<img alt='figure' src='{uri}'>"
+    if "text/plain" in data and sanitize.RECORD not in data:
+        return f"<pre>{text(str(data['text/plain'])[:20000])}</pre>"
     return ""
 
 
 def render(result: NotebookResult, executed) -> str:
+    text = _Text(executed)
     by_test = {t.grade_id: t for t in result.tests}
     parts = [
-        "<!doctype html><meta charset='utf-8'>",
-        f"<title>Feedback: {html.escape(result.assignment_id)}</title><style>{_STYLE}</style>",
-        f"<h1>{html.escape(result.assignment_id)} · {html.escape(result.student_id)}</h1>",
-        f"<p>Status: <b>{html.escape(result.status.value)}</b>. {html.escape(result.message)}</p>",
+        f"<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
+        "<meta charset='utf-8'>",
+        f"<title>Feedback: {text(result.assignment_id)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{text(result.assignment_id)} · {text(result.student_id)}</h1>",
+        f"<p>Status: <b>{text(result.status.value)}</b>. {text(result.message)}</p>",
         f"<p>Autograded score: <b>{result.score:g} / {result.max_score:g}</b>"
         + (f"; {result.manual_max_score:g} more points are graded by hand." if result.manual_max_score else "")
         + "</p>",
@@ -51,29 +108,36 @@ def render(result: NotebookResult, executed) -> str:
     for test in result.tests:
         css = "pass" if test.passed else "fail"
         parts.append(
-            f"<tr><td>{html.escape(test.grade_id)}</td><td>{test.points:g} / {test.max_points:g}</td>"
-            f"<td class='{css}'>{html.escape(test.message)}</td></tr>"
+            f"<tr><td>{text(test.grade_id)}</td><td>{test.points:g} / {test.max_points:g}</td>"
+            f"<td class='{css}'>{text.judge(test.message)}</td></tr>"
         )
     parts.append("</table>")
     if result.tampering:
-        parts.append("<h2>Restored cells</h2><ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in result.tampering) + "</ul>")
+        parts.append("<h2>Restored cells</h2><ul>" + "".join(f"<li>{text(t)}</li>" for t in result.tampering) + "</ul>")
     parts.append("<h2>Your notebook</h2>")
-    for cell in executed.cells if executed is not None else []:
+    notebook = executed.cells if executed is not None else []
+    first_hidden = next((i for i, c in enumerate(notebook) if c.cell_type == "code" and HIDDEN.search(str(c.source))),
+                        len(notebook))
+    for index, cell in enumerate(notebook):
         gid = cells.grade_id(cell)
         if cell.cell_type == "markdown":
-            parts.append(f"<div class='cell'>{markdown2html_mistune(cell.source)}</div>")
+            parts.append(f"<div class='cell'>{sanitize.markdown_to_html(text.redact(cell.source), cell.get('attachments'))}</div>")
             continue
         if cell.cell_type != "code" or "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             continue
+        public = HIDDEN.sub("# (hidden tests run here when grading)\n", str(cell.source))
         if gid in by_test:
             test = by_test[gid]
-            public = HIDDEN.sub("# (hidden tests run here when grading)\n", cell.source)
             css = "pass" if test.passed else "fail"
             parts.append(
-                f"<div class='cell'><pre>{html.escape(public)}</pre><div class='result {css}'>"
-                f"{html.escape(gid)}: {test.points:g} / {test.max_points:g} · {html.escape(test.message)}</div></div>"
+                f"<div class='cell'><pre>{text(public)}</pre><div class='result {css}'>"
+                f"{text(gid)}: {test.points:g} / {test.max_points:g} · {text.judge(test.message)}</div></div>"
             )
             continue
-        outputs = "".join(_output_html(o) for o in cell.get("outputs", []))
-        parts.append(f"<div class='cell'><pre>{html.escape(cell.source)}</pre>{outputs}</div>")
+        if index >= first_hidden:
+            outputs = f"<p class='withheld'>{WITHHELD}</p>" if cell.get("outputs") else ""
+        else:
+            outputs = "".join(_output_html(o, text) for o in cell.get("outputs", []))
+        parts.append(f"<div class='cell'><pre>{text(public)}</pre>{outputs}</div>")
+    parts.append("</body></html>")
     return "\n".join(parts)

@@ -12,6 +12,7 @@ becomes ``grader_error``, and even that is recorded.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
 import shutil
@@ -35,6 +36,7 @@ from .layout import Course
 from .records import records_of_cell
 from .results import NotebookResult, Status, TestResult
 from .sandbox import Confinement, Limits
+from .sanitize import sanitize_notebook
 
 
 @dataclass
@@ -113,7 +115,8 @@ def record(prepared: Prepared, executed, settings: Settings) -> NotebookResult:
     book = Gradebook(settings.out)
     result.seconds = round(time.monotonic() - prepared.started, 2)
     if executed is not None:
-        atomic_write(book.autograded_path(job.student_id, job.assignment_id, result.notebook), nbformat.writes(executed))
+        atomic_write(book.autograded_path(job.student_id, job.assignment_id, result.notebook),
+                     nbformat.writes(sanitize_notebook(executed)))  # judged already; formgrader renders this copy
     atomic_write(book.feedback_path(job.student_id, job.assignment_id, result.notebook), render(result, executed))
     book.save(result, prepared.sha256)
     return result
@@ -201,8 +204,10 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
         passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices))
         if not passed:
             error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
-            if error is not None and not records:
-                message = f"{message}; the test cell raised {error.get('ename')}"
+            if error is not None and not records:  # a learner-made exception class could be named after hidden text
+                name = error.get("ename")
+                name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"
+                message = f"{message}; the test cell raised {name}"
         results.append(TestResult(gid, points if passed else 0.0, points, passed, message))
     return results
 

@@ -1,9 +1,15 @@
 """Every scenario ends with its stated status and loses exactly its targeted tests."""
 from __future__ import annotations
 
+import html
+import re
+
+import nbformat
 import pytest
 
 from conftest import HOST_CONTACTS, HOST_LISTENERS, all_cases
+from grader.variants import HIDDEN
+from test_xss import active_content, notebook_active_content
 
 CASES = all_cases()
 
@@ -37,6 +43,41 @@ def test_feedback_does_not_leak_hidden_tests_or_references(graded, course):
         assert "BEGIN HIDDEN TESTS" not in text
         assert "random_regression(seed=" not in text
         assert "application/vnd.jax-course.record" not in text
+
+
+def hidden_secrets(course) -> tuple[set[str], set[str]]:
+    """Every line of hidden test source a learner never sees (over 12 characters), and the hidden seeds."""
+    lines, seeds = set(), set()
+    for assignment in course.assignments():
+        released = nbformat.read(course.release_notebook(assignment), as_version=4)
+        visible = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+        for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells:
+            for block in HIDDEN.findall(cell.source):
+                lines |= {line.strip() for line in block.splitlines() if len(line.strip()) > 12} - visible
+                seeds |= set(re.findall(r"seed=(\d+)", block))
+    return lines, seeds
+
+
+def test_feedback_shows_no_hidden_source_and_no_script(graded, course):
+    """Whatever an attack printed, re-displayed or raised (tests/attacks/*/leak-*, xss-*)."""
+    _, out = graded["__meta__"]
+    lines, seeds = hidden_secrets(course)
+    assert len(lines) > 50 and len(seeds) > 20
+    for page in (out / "feedback").rglob("*.html"):
+        raw = page.read_text()
+        text = html.unescape(raw)
+        leaked = [line for line in lines if line in text]
+        leaked += [f"seed {seed}" for seed in seeds if re.search(rf"(?<![\d.]){seed}(?!\d)", text)]
+        assert not leaked, f"{page}: {leaked[:3]}"
+        assert "<script" not in raw.lower() and active_content(raw, allowed={"meta", "style"}) == [], page
+
+
+def test_autograded_notebooks_carry_no_active_content(graded):
+    _, out = graded["__meta__"]
+    notebooks = list((out / "autograded").rglob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        assert notebook_active_content(nbformat.read(path, as_version=4)) == [], path
 
 
 def test_grades_csv_has_every_case(graded):

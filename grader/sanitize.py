@@ -1,0 +1,249 @@
+"""Make learner content inert before an instructor's browser renders it.
+
+Two renderers show learner content to the instructor: the grader's feedback
+page (``feedback.py``) and nbgrader's formgrader, which renders the autograded
+notebook with nbconvert's ``HTMLExporter``: markdown through mistune with raw
+HTML passed through, ``text/html`` outputs verbatim, and no sanitizer. Both get
+only what passes the allowlists here, cleaned by ``nh3`` (the Ammonia HTML
+sanitizer): ordinary formatting, tables, images (``data:`` png/jpeg/gif, the
+cell's attachments, and for the notebook also http/https) and http/https/mailto
+links. Scripts, event handlers, ``javascript:`` URLs, frames, objects, forms,
+``<style>``/``<meta>``/``<base>``/``<link>`` and unknown tags do not survive.
+
+Markdown without a ``<`` cannot carry raw HTML, so when its rendering is also
+free of bad link or image URLs it is kept byte for byte (the instructor's
+prose always is). Any other markdown is rendered, cleaned, and stored as one
+HTML block that mistune passes through verbatim, so it renders the same and
+nothing the learner wrote reaches the browser uncleaned.
+
+Outputs keep ``text/plain``, ``text/latex``, base64 ``image/png``/``image/jpeg``
+and the grader's record JSON (unchanged: records are data, never rendered);
+``text/html`` and ``text/markdown`` are cleaned; every other type (SVG,
+JavaScript, widget views, ...) is dropped. Output metadata keeps only numeric
+width and height; widget state in the notebook's metadata is dropped.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import html
+import json
+import re
+from html.parser import HTMLParser
+
+import nbformat
+import nh3
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+RECORD = "application/vnd.jax-course.record+json"
+KEEP_TEXT = {"text/plain", "text/latex"}
+IMAGES = {"image/png", "image/jpeg"}
+ATTACHMENT_IMAGES = {"image/png", "image/jpeg", "image/gif"}
+TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
+ATTRIBUTES = {tag: set(names) - {"cite"} for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+")
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=]+")
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
+
+
+def _url(value: str) -> tuple[str, str]:
+    """(scheme or '', value) with the whitespace and controls a browser ignores removed."""
+    compact = re.sub(r"[\x00-\x20\x7f]", "", html.unescape(value))
+    match = _SCHEME.match(compact.lower())
+    return (match.group(1) if match else ""), compact
+
+
+def safe_image(src: str, *, page: bool = False) -> bool:
+    """data: png/jpeg/gif, attachments and http(s); on a ``page`` only data: png/jpeg."""
+    scheme, url = _url(src)
+    if scheme == "data":
+        match = _DATA_IMAGE.fullmatch(url)
+        return bool(match) and not (page and match.group(1) == "gif")
+    return not page and scheme in ("attachment", "http", "https")
+
+
+def safe_link(href: str) -> bool:
+    scheme, url = _url(href)
+    return scheme in ("http", "https", "mailto") or not scheme and url.startswith("#")
+
+
+def clean_html(fragment: str, *, page: bool = False) -> str:
+    """``fragment`` with only allowlisted tags, attributes and URLs left (nh3).
+
+    ``page``: for the feedback page, whose images may only be data: png/jpeg.
+    """
+
+    def keep(tag: str, attribute: str, value: str) -> str | None:
+        if attribute == "src":
+            return value if safe_image(value, page=page) else None
+        if attribute == "href":
+            return value if safe_link(value) else None
+        # No '<' or backtick in a value: markdown re-read around it cannot start new markup.
+        return value.translate({ord("<"): None, ord(">"): None, ord("`"): None})
+
+    return nh3.clean(str(fragment), tags=TAGS, attributes=ATTRIBUTES, attribute_filter=keep,
+                     url_schemes={"http", "https", "mailto", "data", "attachment"})
+
+
+class _Attachments(dict):
+    """A cell's attachments; a missing one renders as an empty image (dropped) instead of raising."""
+
+    def __contains__(self, name):
+        return True
+
+    def __missing__(self, name):
+        return {"image/png": ""}
+
+
+def _render(source: str, attachments: dict | None) -> str:
+    """Markdown to HTML exactly as nbconvert (formgrader) renders it: raw HTML passes."""
+    renderer = IPythonRenderer(escape=False, attachments=_Attachments(attachments or {}))
+    return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def _memo(function):
+    """Cached on (source, cleaned attachments): the course's own prose is the same in every submission."""
+    @functools.lru_cache(maxsize=4096)
+    def cached(source: str, attachments: str) -> str:
+        return function(source, json.loads(attachments))
+
+    @functools.wraps(function)
+    def call(source: str, attachments: dict | None = None) -> str:
+        return cached(str(source), json.dumps(clean_attachments(attachments), sort_keys=True))
+
+    return call
+
+
+@_memo
+def markdown_to_html(source: str, attachments: dict) -> str:
+    """Rendered and cleaned markdown, for the feedback page."""
+    try:
+        rendered = _render(source, attachments)
+    except Exception:  # noqa: BLE001 - a markdown parser failure: show the text
+        return f"<pre>{html.escape(source)}</pre>"
+    return clean_html(rendered, page=True)
+
+
+class _Urls(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.bad: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "href" and not safe_link(value or ""):
+                self.bad.append(f"{tag} href={value}")
+            elif name == "src" and not safe_image(value or ""):
+                self.bad.append(f"{tag} src={value}")
+
+
+@_memo
+def clean_markdown(source: str, attachments: dict) -> str:
+    """Markdown source that renders without active content; unchanged when it already does."""
+    try:
+        rendered = _render(source, attachments)
+    except Exception:  # noqa: BLE001 - a markdown parser failure: keep the text, as text
+        return _fenced(source)
+    if "<" not in source:  # no raw HTML possible: only the markdown links and images to check
+        audit = _Urls()
+        audit.feed(rendered)
+        if not audit.bad:
+            return source
+    # One HTML block: it starts with a block tag and has no blank line, so mistune passes it verbatim.
+    cleaned = clean_html(rendered).strip("\n")
+    if not cleaned.startswith("<div"):
+        cleaned = f"<div>\n{cleaned}\n</div>" if cleaned else "<div></div>"
+    cleaned = re.sub(r"\n[ \t]*\n", "\n&#10;", cleaned)  # a character reference keeps <pre> lines
+    return cleaned if cleaned in _render(cleaned, attachments) else _fenced(source)
+
+
+def _fenced(text: str) -> str:
+    """``text`` as a code block no line of it can close: shown literally."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def clean_attachments(attachments) -> dict:
+    if not isinstance(attachments, dict):
+        return {}
+    kept = {}
+    for name, bundle in attachments.items():
+        images = {mime: data for mime, data in (bundle.items() if isinstance(bundle, dict) else ())
+                  if mime in ATTACHMENT_IMAGES and isinstance(data, str) and _BASE64.fullmatch(data)}
+        if images and isinstance(name, str):
+            kept[name] = images
+    return kept
+
+
+def _text(value) -> str:
+    return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _metadata(metadata) -> dict:
+    """Only numeric width/height, at the top level or per image type."""
+    def sizes(entry):
+        return {k: v for k, v in entry.items() if k in ("width", "height") and type(v) in (int, float)} \
+            if isinstance(entry, dict) else {}
+
+    kept = sizes(metadata)
+    for mime in IMAGES:
+        if sizes((metadata or {}).get(mime)):
+            kept[mime] = sizes(metadata[mime])
+    return kept
+
+
+def clean_output(output) -> dict | None:
+    """A safe copy of one code cell output, or None when nothing of it is safe."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        name = output.get("name") if output.get("name") in ("stdout", "stderr") else "stdout"
+        return {"output_type": "stream", "name": name, "text": _text(output.get("text", ""))}
+    if kind == "error":
+        return {"output_type": "error", "ename": _text(output.get("ename", "")),
+                "evalue": _text(output.get("evalue", "")),
+                "traceback": [_text(line) for line in output.get("traceback", [])
+                              if isinstance(line, (str, list))]}
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data = {}
+    for mime, value in (output.get("data") or {}).items():
+        if mime == RECORD:
+            data[mime] = copy.deepcopy(value)
+        elif mime in KEEP_TEXT:
+            data[mime] = _text(value)
+        elif mime in IMAGES and isinstance(value, str) and _BASE64.fullmatch(value):
+            data[mime] = value
+        elif mime == "text/html":
+            data[mime] = clean_html(_text(value))
+        elif mime == "text/markdown":
+            data[mime] = clean_markdown(_text(value))
+    if not data:
+        return None
+    clean = {"output_type": kind, "data": data, "metadata": _metadata(output.get("metadata"))}
+    if kind == "execute_result":
+        count = output.get("execution_count")
+        clean["execution_count"] = count if type(count) is int else None
+    return clean
+
+
+def sanitize_notebook(nb):
+    """A copy of ``nb`` that renders without learner script anywhere (formgrader, JupyterLab).
+
+    Code cell sources are left alone: every renderer shows them as escaped text.
+    """
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)  # widget state makes HTMLExporter load a widget renderer
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags")
+        if tags is not None:
+            cell.metadata["tags"] = [t for t in tags if isinstance(t, str) and re.fullmatch(r"[\w-]+", t)]
+        if "attachments" in cell:
+            cell.attachments = clean_attachments(cell.attachments)
+        if cell.cell_type == "markdown":
+            cell.source = clean_markdown(cell.source, cell.get("attachments"))
+        elif cell.cell_type == "raw":
+            cell.source = clean_html(cell.source)
+        elif cell.cell_type == "code":
+            cell.outputs = [nbformat.from_dict(o) for o in map(clean_output, cell.get("outputs", [])) if o is not None]
+    return nb
