@@ -24,7 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from .sandbox import Confinement, launch_command, read_failure
+from .sandbox import Confinement, launch_command, read_failure, rootfs
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
 # inside Python is recorded but the remaining cells still run.
@@ -148,19 +148,26 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
     path when kernels are started ahead of the submissions they will run.
     """
     conf.scratch.mkdir(parents=True, exist_ok=True)
-    conf.connection_file().parent.mkdir(parents=True, exist_ok=True)
-    # IPC sockets in the kernel's own runtime folder: no TCP port for another process to find.
-    km = ConfinedKernelManager(kernel_name="python3", transport="ipc", ip=conf.ipc_prefix(),
-                               connection_file=str(conf.connection_file()))
-    km.confinement = conf
-    if zygote is not None:  # fork the kernel from a process that has imported everything already
-        from .zygote import ForkProvisioner
+    if conf.private_root and os.geteuid() == 0:
+        rootfs.mount_home(conf.home, conf.limits.home_mb)
+    try:
+        conf.connection_file().parent.mkdir(parents=True, exist_ok=True)
+        # IPC sockets in the kernel's own runtime folder: no TCP port for another process to find.
+        km = ConfinedKernelManager(kernel_name="python3", transport="ipc", ip=conf.ipc_prefix(),
+                                   connection_file=str(conf.connection_file()))
+        km.confinement = conf
+        if zygote is not None:  # fork the kernel from a process that has imported everything already
+            from .zygote import ForkProvisioner
 
-        km.kernel_id = str(uuid.uuid4())
-        km.provisioner = ForkProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
-        km.provisioner.zygote = zygote
-        preload = False
-    await km.start_kernel(cwd=str(conf.home))
+            km.kernel_id = str(uuid.uuid4())
+            km.provisioner = ForkProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
+            km.provisioner.zygote = zygote
+            preload = False
+        await km.start_kernel(cwd=str(conf.home))
+    except BaseException:
+        if conf.private_root and os.geteuid() == 0:
+            rootfs.release_home(conf.home)
+        raise
     kc = km.client()
     kc.start_channels()
     kernel = Kernel(conf, km, kc)
@@ -185,6 +192,8 @@ async def stop_kernel(kernel: Kernel) -> None:
         pass
     if kernel.conf.uid is not None:
         kill_uid(kernel.conf.uid)
+    if kernel.conf.private_root and os.geteuid() == 0:
+        rootfs.release_home(kernel.conf.home)
 
 
 async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: int = 0) -> Execution:

@@ -287,3 +287,31 @@ def test_a_forked_kernel_looks_like_an_ordinary_kernel():
     assert forked["cmdline"] == "\0".join(argv) + "\0" and forked["orig_argv"] == argv
     assert forked["environ"] == "".join(f"{k}={v}\0" for k, v in kernel_environment().items())
     assert forked["cwd"] == "/home/learner" and forked["modules"] == []
+
+
+@needs_root
+def test_a_kernel_cannot_fill_the_disk_and_its_home_is_released():
+    import asyncio
+
+    import nbformat
+
+    from grader.kernel_run import run_in, start_kernel
+    from grader.pipeline import Settings, confinement
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nwritten = 0\ntry:\n    for i in range(1000):\n"
+        "        with open(f'fill-{i}', 'wb') as f:\n            f.write(b'x' * (16 << 20))\n        written += 16\n"
+        "except OSError as error:\n    print('refused after', written, 'MiB:', error.strerror)")])
+    homes = []
+
+    async def run():
+        async with confinement(Settings(out=Path(tempfile.gettempdir()), limits=Limits(home_mb=64))) as conf:
+            homes.append(conf.home)
+            await run_in(await start_kernel(conf, preload=False), nb, conf)
+            assert not os.path.ismount(conf.home)
+
+    asyncio.run(run())
+    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    assert "refused after" in text and "No space left on device" in text, text
+    assert int(text.split("refused after")[1].split()[0]) <= 64
+    assert not homes[0].exists()

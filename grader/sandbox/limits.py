@@ -17,6 +17,7 @@ class Limits:
     cell_timeout_s: float = 120.0
     notebook_timeout_s: float = 600.0
     max_output_bytes: int = 4 * 1024 * 1024
+    home_mb: int = 256  # the kernel's home, /tmp and /dev/shm are size-capped tmpfs (RAM), never the host's disk
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

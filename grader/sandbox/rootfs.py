@@ -12,8 +12,9 @@ host or to another kernel) and entered with ``chroot``:
   do not exist;
 - a fresh ``/proc`` of the kernel's own PID namespace, showing its own processes only, and a fresh ``/sys``
   of its own network namespace (mounted by the namespace's first process);
-- writable: ``/home/learner`` (the host's ``{scratch}/home``) and an empty
-  ``/tmp``. Both vanish with the namespace or with the scratch folder.
+- writable: ``/home/learner`` (the host's ``{scratch}/home``, a size-capped
+  tmpfs of its own, see :func:`mount_home`) and an empty ``/tmp``. Both
+  vanish with the namespace or with the scratch folder.
 
 The course, other checkouts, other submissions, the grading output, home
 folders and the rest of the machine do not exist for the kernel.
@@ -72,6 +73,25 @@ def _mounts_below(root: Path) -> list[tuple[Path, int]]:
             keep = sum(flag for name, flag in _FLAG_OPTIONS.items() if name in fields[5].split(","))
             found.append((Path(point), keep))
     return sorted(found, key=lambda item: len(item[0].parts))
+
+
+MNT_DETACH = 2
+
+
+def mount_home(home: Path, size_mb: int) -> None:
+    """Give the kernel's home (on the host) a size-capped tmpfs of its own, so no kernel can fill the disk.
+
+    Mounted by the grader (as root) before the kernel starts, so the grader still reaches the
+    kernel's sockets there; :func:`release_home` detaches it after the kernel is gone.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,nr_inodes=65536,mode=700")
+
+
+def release_home(home: Path) -> None:
+    if _libc.umount2(str(home).encode(), MNT_DETACH) != 0 and ctypes.get_errno() not in (22, 2):  # EINVAL, ENOENT
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {home}: {os.strerror(err)}")
 
 
 def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path]) -> None:
