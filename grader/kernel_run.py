@@ -24,6 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from . import messages
 from .sandbox import Confinement, launch_command, read_failure, rootfs
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
@@ -49,9 +50,15 @@ class Execution:
 
 
 class ConfinedKernelManager(AsyncKernelManager):
-    """Launches the kernel through ``grader.sandbox``."""
+    """Launches the kernel through ``grader.sandbox``; its clients refuse oversized or malformed messages."""
 
     confinement: Confinement | None = None
+    def client(self, **kwargs):
+        self.client_factory = messages.BoundedKernelClient
+        client = super().client(**kwargs)
+        client.max_message_bytes = self.confinement.limits.max_output_bytes + messages.MARGIN
+        messages.harden_session(client.session)
+        return client
 
     def format_kernel_cmd(self, extra_arguments=None):
         return launch_command(self.confinement, sys.executable)
@@ -78,6 +85,9 @@ class CountingClient(NotebookClient):
             self.overflowed = True
             if msg.get("msg_type") != "status":
                 return None
+        msg = messages.clean(msg)  # malformed output is dropped, never a grader error
+        if msg is None:
+            return None
         return super().process_message(msg, cell, cell_index)
 
     def _update_display_id(self, display_id, msg):
@@ -267,12 +277,15 @@ async def _abandon(task, km) -> None:
 async def _watch(task, client: CountingClient, km, budget: float):
     """Wait for one cell; enforce the time and output limits while it runs."""
     started = time.monotonic()
-    while not task.done():
+    while True:
         await asyncio.wait({task}, timeout=0.2)
-        if client.overflowed:
+        # A channel cut while the kernel lives: ZeroMQ refused a message over the cap.
+        if client.overflowed or (client.kc.oversized() and await km.is_alive()):
             await _abandon(task, km)
             return "too_much_output", f"output exceeded {client.max_output_bytes} bytes; the kernel was stopped"
-        if not task.done() and time.monotonic() - started > budget:
+        if task.done():
+            break
+        if time.monotonic() - started > budget:
             await _abandon(task, km)  # compiled loops ignore SIGINT; only a kill is reliable
             return "timed_out", f"a cell ran longer than {budget:.0f} s; the kernel was stopped"
     try:
