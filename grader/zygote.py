@@ -59,19 +59,35 @@ def _child(argv: list[str]) -> None:
     IPKernelApp.launch_instance(argv=command[3:])
 
 
-def serve() -> None:
+def _read_line(fd: int) -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise EOFError("the grader closed the arguments pipe")
+        line += chunk
+    return line
+
+
+def serve(args_fd: int) -> None:
+    """Fork a child per request line on stdin; each child reads its own arguments from ``args_fd``.
+
+    The server itself never reads a kernel's arguments (its scratch folder, uid, tag), so no
+    forked kernel finds a sibling's in the memory it inherits.
+    """
     # Started with exactly the kernels' environment; matplotlib's cache for the imports goes elsewhere.
-    cache = tempfile.TemporaryDirectory(prefix="zygote-mpl-")
+    cache = tempfile.TemporaryDirectory()
     os.environ["MPLCONFIGDIR"] = cache.name
     for name in PRELOAD:
         __import__(name)
     signal.signal(signal.SIGCHLD, _reap)
     replies = sys.stdout
-    for line in sys.stdin:
-        argv = json.loads(line)
+    for _ in sys.stdin:
         pid = os.fork()
         if pid == 0:
             try:
+                argv = json.loads(_read_line(args_fd))
+                os.write(1, b"{\"ack\": true}\n")
                 _child(argv)
             finally:
                 os._exit(0)
@@ -92,23 +108,31 @@ class Zygote:
         # command line has room for a kernel's (see grader.sandbox.disguise).
         kernel = kernel_argv(str(KERNEL_HOME / RUNTIME / connection_name(str(uuid.uuid4()))))
         self._lock = threading.Lock()
+        read_end, self._args = os.pipe()
         self._process = subprocess.Popen(
-            padded_server_argv([sys.executable, "-m", "grader.zygote"], kernel), env=kernel_environment(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            padded_server_argv([sys.executable, "-m", "grader.zygote", str(read_end)], kernel),
+            env=kernel_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            pass_fds=(read_end,),
         )
+        os.close(read_end)
 
     def spawn(self, sandbox_argv: list[str]) -> int:
         with self._lock:
             if self._process.poll() is not None:
                 raise RuntimeError("the kernel fork server has stopped")
-            self._process.stdin.write(json.dumps(sandbox_argv) + "\n")
+            self._process.stdin.write("\n")
             self._process.stdin.flush()
             reply = self._process.stdout.readline()
-        if not reply:
-            raise RuntimeError("the kernel fork server did not answer")
+            if not reply:
+                raise RuntimeError("the kernel fork server did not answer")
+            # Only the new child reads this line; the next fork waits for its acknowledgement.
+            os.write(self._args, (json.dumps(sandbox_argv) + "\n").encode())
+            if not self._process.stdout.readline():
+                raise RuntimeError("the forked kernel did not take its arguments")
         return int(json.loads(reply)["pid"])
 
     def close(self) -> None:
+        os.close(self._args)
         if self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=10)
@@ -167,4 +191,4 @@ class ForkProvisioner(LocalProvisioner):
 
 
 if __name__ == "__main__":
-    serve()
+    serve(int(sys.argv[1]))  # further arguments only pad the command line (grader.sandbox.disguise)

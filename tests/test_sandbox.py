@@ -315,3 +315,52 @@ def test_a_kernel_cannot_fill_the_disk_and_its_home_is_released():
     assert "refused after" in text and "No space left on device" in text, text
     assert int(text.split("refused after")[1].split()[0]) <= 64
     assert not homes[0].exists()
+
+
+SIBLING_SEARCH = r"""
+import re
+found = set()
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb") as memory:
+    for line in maps:
+        span, perms = line.split()[:2]
+        if "r" not in perms or "[v" in line:
+            continue
+        start, end = (int(x, 16) for x in span.split("-"))
+        try:
+            memory.seek(start)
+            data = memory.read(end - start)
+        except (OSError, ValueError, OverflowError):
+            continue
+        found.update(re.findall(rb"grade-[a-z0-9_]{8}", data))
+print(sorted(x.decode() for x in found))
+"""
+
+
+@needs_root
+def test_forked_kernels_inherit_nothing_of_their_siblings():
+    """The fork server never reads a kernel's arguments, so no child finds an earlier child's scratch folder."""
+    import asyncio
+
+    import nbformat
+
+    from grader.kernel_run import run_in, start_kernel
+    from grader.pipeline import Settings, confinement
+    from grader.zygote import Zygote
+
+    seen = []
+
+    async def run(zygote):
+        for _ in range(3):
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SIBLING_SEARCH)])
+            async with confinement(Settings(out=Path(tempfile.gettempdir()))) as conf:
+                await run_in(await start_kernel(conf, zygote=zygote), nb, conf)
+                seen.append((conf.scratch.name, nb.cells[0].outputs[0]["text"]))
+
+    zygote = Zygote()
+    try:
+        asyncio.run(run(zygote))
+    finally:
+        zygote.close()
+    for index, (own, text) in enumerate(seen):
+        for other, _ in seen[:index]:
+            assert other not in text, f"kernel {index} found the scratch folder of an earlier kernel: {text}"
