@@ -364,3 +364,28 @@ def test_forked_kernels_inherit_nothing_of_their_siblings():
     for index, (own, text) in enumerate(seen):
         for other, _ in seen[:index]:
             assert other not in text, f"kernel {index} found the scratch folder of an earlier kernel: {text}"
+
+
+@needs_root
+def test_socket_families_and_calls_that_namespaces_do_not_cover_are_refused(tmp_path):
+    log = _confined(tmp_path, """
+        import ctypes, errno, socket
+        for name, family, kind in [("vsock", 40, socket.SOCK_STREAM), ("packet", 17, socket.SOCK_RAW),
+                                   ("bluetooth", 31, socket.SOCK_STREAM), ("appletalk", 5, socket.SOCK_DGRAM)]:
+            try:
+                socket.socket(family, kind).close()
+                print(name, "created")
+            except OSError as error:
+                print(name, errno.errorcode.get(error.errno))
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, number in [("io_uring_setup", 425), ("bpf", 321), ("perf_event_open", 298), ("userfaultfd", 323)]:
+            result = libc.syscall(number, 0, 0, 0, 0, 0)
+            print(name, "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno()))
+        socket.socket(socket.AF_INET).close(); socket.socket(socket.AF_UNIX).close()
+        print("inet and unix sockets work")
+        """, Limits())
+    for name in ("vsock", "packet", "bluetooth", "appletalk"):
+        assert f"{name} EAFNOSUPPORT" in log, log
+    for name in ("io_uring_setup", "bpf", "perf_event_open", "userfaultfd"):
+        assert f"{name} EPERM" in log, log
+    assert "inet and unix sockets work" in log

@@ -4,6 +4,7 @@
 - ``view``        what the kernel sees: its home, environment, sockets, command line
 - ``namespaces``  mount, network, IPC, UTS and PID namespaces and the processes holding them
 - ``rootfs``      the private, allowlisted root file system
+- ``syscalls``    a seccomp filter for socket families and calls namespaces do not cover
 - ``disguise``    a forked kernel's command line made that of an ordinary ipykernel
 - ``confine``     the steps in order; ``python -m grader.sandbox`` runs them, then the kernel
 """

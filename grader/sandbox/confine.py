@@ -11,7 +11,7 @@ will become the kernel, before any learner code exists. In order:
    (``namespaces``), the private root file system (``rootfs``), and a
    switch to a leased unprivileged uid, which also makes the process limit
    effective (Linux does not apply ``RLIMIT_NPROC`` to root);
-5. resource limits (``limits``);
+5. resource limits (``limits``), and as root a seccomp filter (``syscalls``);
 6. every other file descriptor closed; the environment is the kernels' own
    (``view.kernel_environment``), identical for every kernel.
 
@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 
-from . import namespaces, rootfs
+from . import namespaces, rootfs, syscalls
 from .limits import Limits, apply_limits
 from .view import Confinement, kernel_argv, kernel_environment
 
@@ -143,6 +143,8 @@ def confine(argv: list[str]) -> tuple[Confinement, list[str], dict[str, str]]:
             _drop_privileges(conf.uid)
         namespaces.die_with_parent()  # a uid change cleared it
         namespaces.dumpable()  # as after an exec: /proc/self is the kernel's own, forked or not
+        if root and conf.private_root:
+            syscalls.install()
         os.chdir(conf.inside_home)
     except BaseException as error:  # fail closed: never start an unconfined kernel
         os.write(status, f"{SANDBOX_FAILED} {type(error).__name__}: {error}\n".encode())
