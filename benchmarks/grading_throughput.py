@@ -16,7 +16,7 @@ interleaved so that every grader sees the same machine load:
           submissions of that notebook, divided by the number of cores;
 
 then ours once more on the whole class in one run, and the Dask path (``grader.cluster``) with 1, 2
-and 4 local worker processes (``LocalCluster``; timed with the cluster already started).
+and 4 local worker processes (``LocalCluster`` over mutual TLS; timed with the cluster already started).
 It checks that the scores agree (stock against ours per test cell, printing every disagreement with
 its reason; ours, cold and every Dask run must give byte-identical ``results.json``), and prints the
 wall time per notebook, the ratios stock/ours and ours/floor, submissions per minute and peak memory.
@@ -401,21 +401,25 @@ def floor_scripts(course: Course, work: Path, log: Path) -> tuple[Run, Run]:
 
 
 def dask_child(args) -> None:
-    """Grade the class on a LocalCluster of ``args.dask_child`` workers; print timings as JSON."""
+    """Grade the class on a LocalCluster of ``args.dask_child`` workers (mutual TLS, certificates made for this
+    run by ``grader.certs``); print timings as JSON."""
     from distributed import LocalCluster
 
-    from grader.cluster import grade_all_on_cluster
+    from grader.certs import make_certificates
+    from grader.cluster import client_security_from_dir, deployment_security, grade_all_on_cluster
     from grader.pipeline import Settings
 
     started = time.monotonic()
     timings: dict[str, float] = {}
+    tls = make_certificates(args.out.parent / f"{args.out.name}-tls", force=True).folder
     with LocalCluster(n_workers=args.dask_child, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      protocol="tls://", security=deployment_security(tls),
                       dashboard_address=None, silence_logs=40) as cluster:
         start_s = time.monotonic() - started
         for assignment in ASSIGNMENTS:
             began = time.monotonic()
             grade_all_on_cluster(args.submitted, Course.default(), Settings(out=args.out), cluster.scheduler_address,
-                                 only=[assignment], force=True)
+                                 security=client_security_from_dir(tls), only=[assignment], force=True)
             timings[assignment] = time.monotonic() - began
     print(json.dumps({"start_s": start_s, "seconds": timings}))
 

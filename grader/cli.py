@@ -1,6 +1,7 @@
 """``python -m grader``: the course's command line (a stable interface).
 
-    grade     --submissions DIR --out DIR [--workers N | --scheduler tcp://HOST:PORT]
+    grade     --submissions DIR --out DIR [--workers N | --scheduler tls://HOST:PORT --tls-dir DIR]
+    certs     DIR [--hosts NAME...]                       TLS certificates for a Dask cluster
     generate  [--check]                                   student notebooks from source/
     execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
     figures   [--check]                                   rebuild figures/ from source/
@@ -37,12 +38,24 @@ def cmd_grade(args) -> int:
     settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
                         confine=not args.no_confine, prewarm=not args.no_prewarm,
                         fork_server=not args.no_fork_server)
+    security = None
+    if args.scheduler:
+        try:
+            security = _cluster_security(args)
+        except (ValueError, OSError) as error:
+            print(f"grade: {error}", file=sys.stderr)
+            return 2
+    elif any((args.tls_dir, args.tls_ca, args.tls_cert, args.tls_key, args.insecure_cluster,
+              args.max_result_bytes is not None)):
+        print("grade: --tls-*, --insecure-cluster and --max-result-bytes apply only with --scheduler", file=sys.stderr)
+        return 2
     started = time.monotonic()
     if args.scheduler:
         from .cluster import grade_all_on_cluster
 
         results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
-                                       only=args.assignment, force=args.force)
+                                       security=security, insecure=args.insecure_cluster, only=args.assignment,
+                                       force=args.force, max_result_bytes=args.max_result_bytes)
     else:
         results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
                             only=args.assignment, force=args.force)
@@ -55,6 +68,55 @@ def cmd_grade(args) -> int:
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
           f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
+    return 0
+
+
+def _cluster_security(args):
+    """The client's TLS settings for --scheduler, or None for an explicit --insecure-cluster; raises ValueError."""
+    from .cluster import PLAIN_TCP, client_security, client_security_from_dir
+
+    if args.max_result_bytes is not None and args.max_result_bytes < 1:
+        raise ValueError("--max-result-bytes must be positive")
+    files = {"--tls-ca": args.tls_ca, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
+    given = [flag for flag, value in files.items() if value]
+    if args.tls_dir and given:
+        raise ValueError(f"give either --tls-dir or {', '.join(files)}, not both")
+    if given and len(given) < len(files):
+        raise ValueError(f"{', '.join(given)} also needs {', '.join(f for f in files if f not in given)}")
+    tls = bool(args.tls_dir or given)
+    if not args.scheduler.startswith("tls://"):
+        if tls:
+            raise ValueError(f"certificates were given but the scheduler address {args.scheduler!r} is not tls://")
+        if not args.insecure_cluster:
+            raise ValueError(PLAIN_TCP.format(address=args.scheduler))
+        print(f"grade: WARNING: --insecure-cluster: {args.scheduler} is neither encrypted nor authenticated; anyone "
+              "who can reach it can run code on its workers and change the grades", file=sys.stderr)
+        return None
+    if not tls:
+        raise ValueError(f"the scheduler at {args.scheduler!r} needs this deployment's certificates: --tls-dir DIR "
+                         "(from `python -m grader certs DIR`) or --tls-ca, --tls-cert and --tls-key")
+    if args.tls_dir:
+        return client_security_from_dir(args.tls_dir)
+    return client_security(args.tls_ca, args.tls_cert, args.tls_key)
+
+
+def cmd_certs(args) -> int:
+    from .certs import make_certificates
+
+    try:
+        d = make_certificates(args.dir, args.hosts, days=args.days, force=args.force)
+    except (FileExistsError, ValueError) as error:
+        print(f"certs: {error}", file=sys.stderr)
+        return 1
+    print(f"""wrote a new certificate authority and certificates to {d.folder} (every file mode 0600):
+  {d.ca}  CA certificate: scheduler, workers and the instructor
+  {d.cluster_cert}, {d.cluster_key}  scheduler and workers:
+      dask scheduler --protocol tls --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+      dask worker tls://SCHEDULER:8786 --nthreads 1 \\
+          --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+  {d.client_cert}, {d.client_key}  the instructor:
+      python -m grader grade ... --scheduler tls://SCHEDULER:8786 --tls-dir {d.folder}
+  {d.ca_key}  the CA's key: not needed to run; move it off the cluster machines""")
     return 0
 
 
@@ -126,8 +188,18 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--submissions", type=Path, required=True)
     grade.add_argument("--out", type=Path, required=True)
     grade.add_argument("--workers", type=int, default=os.cpu_count())
-    grade.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help="run the notebooks on the workers of this Dask scheduler instead of locally")
+    grade.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                       help="run the notebooks on the workers of this Dask scheduler instead of locally (mutual TLS)")
+    grade.add_argument("--tls-dir", type=Path, metavar="DIR",
+                       help="certificates from `python -m grader certs DIR` (ca.pem, client.pem, client-key.pem)")
+    grade.add_argument("--tls-ca", type=Path, metavar="FILE", help="CA certificate of the cluster (PEM)")
+    grade.add_argument("--tls-cert", type=Path, metavar="FILE", help="the instructor's client certificate (PEM)")
+    grade.add_argument("--tls-key", type=Path, metavar="FILE", help="its private key (PEM, mode 0600)")
+    grade.add_argument("--insecure-cluster", action="store_true",
+                       help="accept a plain tcp:// scheduler: no encryption, no authentication (trusted networks only)")
+    grade.add_argument("--max-result-bytes", type=int, metavar="N",
+                       help="largest executed notebook accepted from a worker (JSON characters); beyond it the "
+                            "result is too_much_output (default: sent size + 16 x --max-output-bytes + 1 MiB)")
     grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     grade.add_argument("--num-devices", type=int, default=4)
     grade.add_argument("--platform", default="cpu")
@@ -146,6 +218,14 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-confine", action="store_true",
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)
+
+    certs = sub.add_parser("certs", help="create a private CA and TLS certificates for a Dask grading cluster")
+    certs.add_argument("dir", type=Path, metavar="DIR")
+    certs.add_argument("--hosts", nargs="+", default=["localhost", "127.0.0.1"], metavar="NAME",
+                       help="host names and IP addresses of the scheduler and workers (subject alternative names)")
+    certs.add_argument("--days", type=int, default=365, help="validity of the certificates")
+    certs.add_argument("--force", action="store_true", help="replace the certificates already in DIR")
+    certs.set_defaults(run=cmd_certs)
 
     generate = sub.add_parser("generate", help="write notebooks/ from source/ with nbgrader")
     generate.add_argument("--check", action="store_true", help="fail if notebooks/ is stale")
