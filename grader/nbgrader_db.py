@@ -26,8 +26,9 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult]) ->
     written = 0
     with Gradebook(db_url) as book:
         for result in results:
-            if result.assignment_id not in assignments:
-                continue
+            if result.assignment_id not in assignments or result.reported_score is None \
+                    or result.status.value == "invalid_folder":
+                continue  # no score to copy, or no student to create
             book.update_or_create_student(result.student_id)
             book.update_or_create_submission(result.assignment_id, result.student_id)
             notebook = Path(result.notebook).stem

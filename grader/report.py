@@ -9,7 +9,8 @@ def table(results: list[NotebookResult]) -> str:
     rows = [header]
     for r in results:
         manual = f"?/{r.manual_max_score:g}" if r.manual_max_score else "-"
-        rows.append((r.student_id, r.assignment_id, f"{r.score:g}/{r.max_score:g}", manual, r.status.value,
+        points = "-" if r.reported_score is None else f"{r.score:g}"
+        rows.append((r.student_id, r.assignment_id, f"{points}/{r.max_score:g}", manual, r.status.value,
                      (r.message[:60] + "…") if len(r.message) > 61 else r.message))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]

@@ -56,7 +56,13 @@ def _child(argv: list[str]) -> None:
     from ipykernel.kernelapp import IPKernelApp
 
     # No parent handle: the kernel dies with its namespace's init, which dies with the fork server.
-    IPKernelApp.launch_instance(argv=command[3:])
+    app = IPKernelApp.instance()
+    app.initialize(command[3:])
+    # matplotlib_inline hooks into the shell when first imported inside one; here it was imported before.
+    from matplotlib_inline.backend_inline import _enable_matplotlib_integration
+
+    _enable_matplotlib_integration()
+    app.start()
 
 
 def _read_line(fd: int) -> bytes:
@@ -76,8 +82,10 @@ def serve(args_fd: int) -> None:
     forked kernel finds a sibling's in the memory it inherits.
     """
     # Started with exactly the kernels' environment; matplotlib's cache for the imports goes elsewhere.
+    # The inline backend, as ipykernel sets it before a started kernel imports matplotlib.
     cache = tempfile.TemporaryDirectory()
     os.environ["MPLCONFIGDIR"] = cache.name
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for name in PRELOAD:
         __import__(name)
     signal.signal(signal.SIGCHLD, _reap)
