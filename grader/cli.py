@@ -38,6 +38,10 @@ def cmd_grade(args) -> int:
     settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
                         confine=not args.no_confine, prewarm=not args.no_prewarm,
                         fork_server=not args.no_fork_server)
+    if settings.confine and os.geteuid() != 0 and not args.scheduler:
+        print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
+              "seccomp); only the time, memory, output and file limits apply. Grade untrusted work as root "
+              "(README, security model).", file=sys.stderr)
     security = None
     if args.scheduler:
         try:

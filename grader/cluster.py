@@ -230,6 +230,9 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True) -> 
     fresh scratch folder, under the worker's confinement) and stops it afterwards. It writes
     no result anywhere; the instructor's process judges what it returns.
     """
+    if confine and os.geteuid() != 0:  # fail closed: an unsealed kernel could read this worker's key
+        raise NothingRan(f"this worker runs as uid {os.geteuid()}, not root, so it cannot seal kernels (namespaces, "
+                         "private root, uid switch, seccomp); run workers as root in their pod or job")
     exposed = _exposed_worker_key()
     if exposed is not None:  # a kernel under another uid could read it and join the cluster
         raise NothingRan(f"this worker's TLS key {exposed} is readable by other users; chmod 600 it")

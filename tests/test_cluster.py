@@ -424,3 +424,13 @@ def test_an_oversized_result_is_too_much_output_end_to_end(tmp_path, course, clu
     (result,) = json.loads((out / "results.json").read_text())
     assert result["status"] == "too_much_output", result
     assert "over the limit of 1000" in result["message"]
+
+
+def test_a_worker_that_cannot_seal_kernels_runs_nothing(monkeypatch):
+    """Fail closed: a non-root worker would run the learner's code under its own uid, next to its TLS key."""
+    from grader import cluster
+
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cluster, "run_in", lambda *a, **k: pytest.fail("a notebook ran on an unsealed worker"))
+    with pytest.raises(cluster.NothingRan, match="cannot seal kernels"):
+        cluster.execute_notebook('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', {}, True)
