@@ -7,51 +7,149 @@ current notebook runs; every kernel still runs exactly one notebook.
 Submissions are laid out as nbgrader's ``submitted/{student_id}/{assignment_id}/``.
 Each kernel has its own scratch directory and, under root, its own leased uid,
 so concurrent kernels cannot see each other.
+
+Every folder under the submissions directory gets a row: a student id that
+nbgrader would not accept or that cannot be shown safely, a symbolic link, a
+folder that cannot be read, an unknown assignment and a student folder with no
+assignment folder in it are recorded with their reason (``invalid_folder`` or
+``missing``), never skipped. Jupyter's own ``.ipynb_checkpoints`` folders are
+the only ones passed over. A kernel that does not start is retried once within
+the run; a ``grader_error`` is retried by later runs, at most
+``gradebook.MAX_GRADER_ATTEMPTS`` times for the same file.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 import queue
+import stat
 import threading
-import re
 import sys
 import time
 from pathlib import Path
 
+import nbformat
+
+from . import cells
 from .gradebook import Gradebook
-from .intake import InvalidSubmission, digest, locate
+from .intake import InvalidSubmission, fingerprint, locate, shown_name
 from .judge import load_rubric
+from .kernel_run import SandboxError, run_in, start_kernel, stop_kernel
 from .layout import Course
-from .kernel_run import run_in, start_kernel, stop_kernel
 from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare
-from .results import NotebookResult, Status
+from .results import NotebookResult, Status, TestResult
 from .zygote import Zygote
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
+MAX_ID_CHARS = 128  # nbgrader's gradebook column for student ids
+PASSED_OVER = {".ipynb_checkpoints"}  # Jupyter's autosave folders: never a submission
+
+
+def valid_id(name: str) -> bool:
+    """A student id as nbgrader accepts one (any printable name, Unicode letters included), safe as a path part."""
+    return (0 < len(name) <= MAX_ID_CHARS and name.isprintable() and name == name.strip()
+            and not name.startswith(".") and "\\" not in name and "/" not in name)
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    with os.scandir(folder) as found:
+        return sorted(found, key=lambda e: e.name)
+
+
+def _kind(entry: os.DirEntry) -> str:
+    """'dir', 'link' or 'other' (without following links)."""
+    mode = entry.stat(follow_symlinks=False).st_mode
+    return "link" if stat.S_ISLNK(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
 
 
 def discover(submissions: Path, course: Course, only: list[str] | None = None) -> tuple[list[Job], list[NotebookResult]]:
-    """Jobs to grade, plus results for folders that cannot be graded at all."""
-    jobs, rejected = [], []
-    known = set(course.assignments())
-    for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()):
-        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.is_symlink()):
+    """Jobs to grade, plus results for folders that cannot be graded at all (one per folder, with the reason)."""
+    jobs: list[Job] = []
+    rejected: list[NotebookResult] = []
+    known = course.assignments()
+    wanted = [a for a in known if not only or a in only]
+    skeletons: dict[str, tuple[list[TestResult], float]] = {}
+
+    def reject(student: str, assignment: str, status: Status, message: str) -> None:
+        if assignment in known and assignment not in skeletons:
+            source = nbformat.read(course.source_notebook(assignment), as_version=4)
+            skeletons[assignment] = ([TestResult(cells.grade_id(c), 0.0, cells.points(c), False, "")
+                                      for c in source.cells if cells.is_autograded_test(c)],
+                                     sum(cells.points(c) for c in source.cells if cells.is_manual_answer(c)))
+        tests, manual = skeletons.get(assignment, ([], 0.0))
+        rejected.append(NotebookResult(
+            student, assignment, notebook_name(assignment), status, message,
+            tests=[TestResult(t.grade_id, 0.0, t.max_points, False, "not graded: " + message) for t in tests],
+            manual_max_score=manual))
+
+    for student in _entries(submissions):
+        if student.name in PASSED_OVER:
+            continue
+        shown = shown_name(student.name)
+        where = f"submitted/{shown}"
+        try:
+            kind = _kind(student)
+        except OSError as error:
+            kind, problem = "other", f"{where} cannot be read: {_reason(error)}"
+        else:
+            problem = None
+        if kind == "other" and problem is None:
+            continue  # a file beside the student folders, not a folder
+        if problem is None and kind == "link":
+            problem = f"{where} is a symbolic link; links are not followed: submit the folder itself"
+        if problem is None and not valid_id(student.name):
+            problem = (f"{where}: {shown!r} is not a usable student id (it must be printable, at most {MAX_ID_CHARS} "
+                       "characters, without a leading dot, surrounding spaces or a backslash)")
+        folders: list[os.DirEntry] = []
+        if problem is None:
+            try:
+                folders = _entries(Path(student.path))
+            except OSError as error:
+                problem = f"{where} cannot be read: {_reason(error)}"
+        if problem is not None:
+            for assignment in wanted:
+                reject(shown, assignment, Status.INVALID_FOLDER, problem)
+            continue
+        rows = 0
+        for folder in folders:
+            if folder.name in PASSED_OVER:
+                continue
+            try:
+                kind = _kind(folder)
+            except OSError as error:
+                kind = f"unreadable: {_reason(error)}"
+            if kind == "other":
+                continue
+            rows += 1
             if only and folder.name not in only:
                 continue
-            if not SAFE_NAME.match(student.name) or folder.name not in known:
-                if SAFE_NAME.match(student.name) and SAFE_NAME.match(folder.name):
-                    rejected.append(NotebookResult(student.name, folder.name, notebook_name(folder.name), Status.INVALID_NOTEBOOK,
-                                                   f"unknown assignment {folder.name!r}"))
-                continue
-            jobs.append(Job(student.name, folder.name, folder))
+            name = shown_name(folder.name)
+            if kind == "link":
+                reject(student.name, name, Status.INVALID_FOLDER,
+                       f"{where}/{name} is a symbolic link; links are not followed: submit the folder itself")
+            elif kind != "dir":
+                reject(student.name, name, Status.INVALID_FOLDER, f"{where}/{name} cannot be read ({kind})")
+            elif folder.name not in known:
+                reject(student.name, name, Status.INVALID_FOLDER,
+                       f"unknown assignment {name!r} (this course has {', '.join(known)})")
+            else:
+                jobs.append(Job(student.name, folder.name, Path(folder.path)))
+        if not rows:
+            held = ", ".join(shown_name(e.name) for e in folders[:5]) + (", ..." if len(folders) > 5 else "")
+            for assignment in wanted:
+                reject(student.name, assignment, Status.MISSING,
+                       f"{where} holds no assignment folder" + (f" (found: {held})" if held else " (it is empty)"))
     return jobs, rejected
 
 
 def _fingerprint(job: Job) -> str | None:
     try:
-        return digest(locate(job.folder, notebook_name(job.assignment_id)))
+        return fingerprint(locate(job.folder, notebook_name(job.assignment_id)))
     except (InvalidSubmission, OSError):
         return None
 
@@ -67,7 +165,8 @@ class Progress:
         bar = "#" * int(20 * self.done / max(self.total, 1))
         note = "kept from earlier run" if reused else f"{result.seconds:.1f} s"
         print(f"[{bar:<20}] {self.done}/{self.total} {result.student_id}/{result.assignment_id}: "
-              f"{result.status.value} {result.score:g}/{result.max_score:g} ({note}), ~{left:.0f} s left",
+              f"{result.status.value} {'-' if result.reported_score is None else f'{result.score:g}'}/"
+              f"{result.max_score:g} ({note}), ~{left:.0f} s left",
               file=self.stream, flush=True)
 
 
@@ -83,6 +182,31 @@ async def _warm_kernel(settings: Settings, zygote: Zygote | None):
     return kernel, stack
 
 
+class InfrastructureError(RuntimeError):
+    """No kernel could run the notebook (twice): nothing of the submission ran."""
+
+
+async def _execute(prepared, current: asyncio.Future, settings: Settings, zygote: Zygote | None):
+    """Run the prepared notebook in the kernel ``current`` brings; a kernel that does not start (or could not
+    be confined, so nothing ran) is replaced once by a fresh one."""
+    failures = []
+    for attempt in (1, 2):
+        if attempt == 2:
+            current = asyncio.ensure_future(_warm_kernel(settings, zygote))
+        try:
+            kernel, stack = await current
+        except Exception as error:  # noqa: BLE001 - the kernel did not start: the grader's side, not the learner's
+            failures.append(f"the kernel did not start ({type(error).__name__}: {str(error)[:200]})")
+            continue
+        try:
+            return await run_in(kernel, copy.deepcopy(prepared.notebook), kernel.conf)
+        except SandboxError as error:  # confinement failed before the kernel ran anything
+            failures.append(f"the kernel could not be confined ({str(error)[:200]})")
+        finally:
+            await stack.aclose()
+    raise InfrastructureError("; then ".join(failures))
+
+
 async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report, zygote: Zygote | None) -> None:
     """Grade jobs one after another; with pre-warming, the next kernel starts
     while the current notebook runs. Each kernel runs exactly one notebook."""
@@ -93,23 +217,24 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
                 job = jobs.get_nowait()
             except queue.Empty:
                 return
-            prepared = None
+            prepared, phase = None, "preparing the submission"
             try:
                 prepared = prepare(job, course, settings)
+                phase = "recording the result"
                 if prepared.notebook is None:
                     report(finish(prepared, None, course, settings))
                     continue
                 current = warm or asyncio.ensure_future(_warm_kernel(settings, zygote))
                 warm = (asyncio.ensure_future(_warm_kernel(settings, zygote))
                         if settings.prewarm and not jobs.empty() else None)
-                kernel, stack = await current
-                try:
-                    execution = await run_in(kernel, prepared.notebook, kernel.conf)
-                finally:
-                    await stack.aclose()
+                phase = "running the notebook"
+                execution = await _execute(prepared, current, settings, zygote)
+                phase = "judging and recording the result"
                 report(finish(prepared, execution, course, settings))
+            except InfrastructureError as failure:
+                _report_error(report, job, course, settings, prepared, phase, infrastructure=str(failure))
             except Exception:
-                report(grader_error(job, course, settings, prepared))
+                _report_error(report, job, course, settings, prepared, phase)
     finally:
         if warm is not None:
             try:
@@ -118,6 +243,16 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
                 await stack.aclose()
             except Exception:
                 pass
+
+
+def _report_error(report, job, course, settings, prepared, phase, infrastructure=None) -> None:
+    try:
+        report(grader_error(job, course, settings, prepared, phase=phase, infrastructure=infrastructure))
+    except Exception:  # noqa: BLE001 - even the error could not be recorded: the next run grades this again
+        import traceback
+
+        print(f"could not record a grader error for {job.student_id}/{job.assignment_id}:\n"
+              f"{traceback.format_exc()}", file=sys.stderr)
 
 
 def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: list[str] | None = None,

@@ -4,17 +4,28 @@ Each graded notebook's result is written atomically as soon as it is known,
 so a killed run loses nothing finished; ``grades.csv`` and ``results.json``
 are rebuilt from those files, in a fixed order, so a repeated run gives the
 same bytes.
+
+A ``grader_error`` result has no score (an empty cell in grades.csv, null in
+results.json) and keeps a count of the runs that failed on the same file; it is
+graded again by the next run until ``MAX_GRADER_ATTEMPTS`` runs have failed.
+File names come from student and assignment ids only when those are plain
+path parts; any other id is stored under a digest of it.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
 import json
 import os
 import tempfile
 from pathlib import Path
 
-from .results import NotebookResult
+from .results import NotebookResult, Status
+
+MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
+ATTEMPTS = "grader_attempts"
 
 CSV_COLUMNS = [
     "student_id", "assignment_id", "notebook", "score", "max_score",
@@ -24,46 +35,84 @@ CSV_COLUMNS = [
 
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def path_part(name: str) -> str:
+    """``name`` as one file-name component: itself when it is a plain one, else a digest of it."""
+    encoded = name.encode("utf-8", "surrogateescape")
+    if name and name not in (".", "..") and not name.startswith(".") and "/" not in name and name.isprintable() \
+            and len(encoded) <= 200:
+        return name
+    return "~" + hashlib.sha256(encoded).hexdigest()[:32]
 
 
 class Gradebook:
     def __init__(self, out: Path):
         self.out = out
 
+    def _folder(self, kind: str, student: str, assignment: str) -> Path:
+        return self.out / kind / path_part(student) / path_part(assignment)
+
     def result_path(self, student: str, assignment: str, notebook: str) -> Path:
-        return self.out / "results" / student / assignment / f"{Path(notebook).stem}.json"
+        return self._folder("results", student, assignment) / f"{path_part(Path(notebook).stem)}.json"
 
     def feedback_path(self, student: str, assignment: str, notebook: str) -> Path:
-        return self.out / "feedback" / student / assignment / f"{Path(notebook).stem}.html"
+        return self._folder("feedback", student, assignment) / f"{path_part(Path(notebook).stem)}.html"
 
     def autograded_path(self, student: str, assignment: str, notebook: str) -> Path:
-        return self.out / "autograded" / student / assignment / notebook
+        return self._folder("autograded", student, assignment) / path_part(notebook)
 
-    def save(self, result: NotebookResult, submission_sha256: str | None) -> None:
+    def save(self, result: NotebookResult, submission_sha256: str | None, *, grader_attempts: int | None = None) -> None:
         data = result.to_dict()
         data["submission_sha256"] = submission_sha256
+        if result.status is Status.GRADER_ERROR:
+            data[ATTEMPTS] = grader_attempts or 1
         atomic_write(self.result_path(result.student_id, result.assignment_id, result.notebook), json.dumps(data, indent=1))
 
-    def finished(self, student: str, assignment: str, notebook: str, sha256: str | None) -> NotebookResult | None:
-        """The stored result, if it was graded from the same file."""
-        path = self.result_path(student, assignment, notebook)
+    def _stored(self, student: str, assignment: str, notebook: str) -> dict | None:
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(self.result_path(student, assignment, notebook).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if data.pop("submission_sha256", None) != sha256 or data.get("status") == "grader_error":
-            return None  # changed since, or our own failure: grade again
-        return NotebookResult.from_dict(data)
+        return data if isinstance(data, dict) else None
+
+    def grader_attempts(self, student: str, assignment: str, notebook: str, sha256: str | None) -> int:
+        """How many runs in a row failed with a grader error on this same file."""
+        data = self._stored(student, assignment, notebook)
+        if data is None or data.get("status") != Status.GRADER_ERROR.value or data.get("submission_sha256") != sha256:
+            return 0
+        attempts = data.get(ATTEMPTS, 1)
+        return attempts if type(attempts) is int and attempts > 0 else 1
+
+    def finished(self, student: str, assignment: str, notebook: str, sha256: str | None) -> NotebookResult | None:
+        """The stored result, if it was graded from the same file (a grader error only once it is out of retries)."""
+        data = self._stored(student, assignment, notebook)
+        if data is None or data.pop("submission_sha256", None) != sha256:
+            return None  # never graded, or changed since: grade again
+        attempts = data.pop(ATTEMPTS, 1)
+        if data.get("status") == Status.GRADER_ERROR.value and not (type(attempts) is int
+                                                                    and attempts >= MAX_GRADER_ATTEMPTS):
+            return None  # our own failure: grade again, a bounded number of times
+        try:
+            return NotebookResult.from_dict(data)
+        except (TypeError, ValueError, KeyError):
+            return None
 
     def all_results(self) -> list[NotebookResult]:
         results = []
         for path in sorted((self.out / "results").glob("*/*/*.json")):
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
             data.pop("submission_sha256", None)
+            data.pop(ATTEMPTS, None)
             results.append(NotebookResult.from_dict(data))
         return sorted(results, key=lambda r: (r.student_id, r.assignment_id, r.notebook))
 
@@ -74,7 +123,7 @@ class Gradebook:
         for r in results:
             writer.writerow({
                 "student_id": r.student_id, "assignment_id": r.assignment_id, "notebook": r.notebook,
-                "score": f"{r.score:g}", "max_score": f"{r.max_score:g}",
+                "score": "" if r.reported_score is None else f"{r.reported_score:g}", "max_score": f"{r.max_score:g}",
                 "manual_score": "", "manual_max_score": f"{r.manual_max_score:g}",
                 "status": r.status.value, "message": r.message,
                 "flags": " | ".join(r.flags), "tampering": " | ".join(r.tampering),

@@ -5,6 +5,11 @@ from the submission. Every other cell (setup, teaching code, tests with their
 hidden parts, markdown, and all nbgrader metadata such as points) comes from
 ``source/``. Differences between the submitted copy of an instructor cell and
 the released one are reported as tampering; the grade uses the restored cell.
+
+A solution cell keeps the learner's attachments too (JupyterLab stores an
+image pasted into a markdown answer as ``attachments`` referenced by
+``attachment:NAME``), as plain name -> MIME type -> text data, so the answer
+renders in the feedback page and in formgrader as the learner saw it.
 """
 from __future__ import annotations
 
@@ -22,6 +27,24 @@ def _norm(text: str) -> str:
 def _graded_fields(cell) -> dict:
     meta = cells.nbgrader(cell)
     return {key: meta.get(key) for key in ("grade_id", "grade", "solution", "locked", "points", "task")}
+
+
+def _attachments(cell) -> dict:
+    """The cell's attachments in the shape nbformat accepts: name -> MIME type -> text (lists joined)."""
+    found = cell.get("attachments")
+    kept = {}
+    for name, bundle in (found.items() if isinstance(found, dict) else ()):
+        if not isinstance(name, str) or not isinstance(bundle, dict):
+            continue
+        data = {}
+        for mime, value in bundle.items():
+            if isinstance(value, list) and all(isinstance(line, str) for line in value):
+                value = "".join(value)
+            if isinstance(mime, str) and isinstance(value, str):
+                data[mime] = value
+        if data:
+            kept[name] = data
+    return kept
 
 
 def _index(nb) -> tuple[dict[str, list], dict[str, object]]:
@@ -80,6 +103,10 @@ def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str
                 new.source = ""
             else:
                 new.source = mine[0].source if isinstance(mine[0].source, str) else ""
+                attachments = _attachments(mine[0]) if new.cell_type in ("markdown", "raw") else {}
+                new.pop("attachments", None)
+                if attachments:
+                    new.attachments = nbformat.from_dict(attachments)
         elif gid:
             theirs = submitted_grade.get(gid)
             ours = released.get(gid, [cell])[0]

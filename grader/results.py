@@ -15,9 +15,11 @@ class Status(str, enum.Enum):
     KERNEL_DIED = "kernel_died"
     OUT_OF_MEMORY = "out_of_memory"
     TOO_MUCH_OUTPUT = "too_much_output"
+    TOO_LARGE = "too_large"  # over a limit of the grader before anything ran: bytes, cells, nesting, source, time
     INVALID_NOTEBOOK = "invalid_notebook"
+    INVALID_FOLDER = "invalid_folder"  # a folder that cannot be graded: unsafe name, symbolic link, unreadable
     MISSING = "missing"
-    GRADER_ERROR = "grader_error"
+    GRADER_ERROR = "grader_error"  # the grader failed, not the submission: no score; retried by the next run
 
 
 @dataclass
@@ -51,10 +53,15 @@ class NotebookResult:
     def max_score(self) -> float:
         return round(sum(t.max_points for t in self.tests), 6)
 
+    @property
+    def reported_score(self) -> float | None:
+        """The score as written to grades.csv and results.json: none when the grader itself failed."""
+        return None if self.status is Status.GRADER_ERROR else self.score
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["status"] = self.status.value
-        data["score"] = self.score
+        data["score"] = self.reported_score
         data["max_score"] = self.max_score
         return data
 

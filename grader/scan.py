@@ -3,10 +3,24 @@
 Flags go to the instructor; the grade is still computed (values are judged
 outside the kernel, so these tricks cannot earn points, but they deserve a
 look). The scan is syntactic: it reads each cell's AST and never runs it.
+
+Its work is linear in the source: flags are collected in an ordered set, each
+construct is shown by a bounded excerpt (never by unparsing a large subtree),
+at most ``MAX_FLAGS_PER_CELL`` flags per cell and ``MAX_FLAGS`` per notebook
+are kept (with a count of the rest), source that is not Python is skipped
+(the kernel will report it) while source nested beyond the parser's limits is
+itself a flag, and a ``deadline`` (``intake.Deadline``) is checked while walking.
 """
 from __future__ import annotations
 
 import ast
+
+from . import cells
+
+MAX_FLAGS_PER_CELL = 20
+MAX_FLAGS = 100
+SHOWN_CHARS = 80
+CHECK_EVERY = 5000  # AST nodes between deadline checks
 
 SUSPICIOUS_NAMES = {
     "__code__": "rewrites a function's code object",
@@ -61,24 +75,64 @@ def _reads_outside(call: ast.Call) -> str | None:
     return None
 
 
-def flags_for(label: str, source: str) -> list[str]:
+def _shown(node: ast.AST) -> str:
+    """The construct as written, in at most SHOWN_CHARS characters; a large subtree is never unparsed."""
+    width = getattr(node, "end_col_offset", None)
+    if getattr(node, "lineno", None) != getattr(node, "end_lineno", None) or width is None \
+            or width - getattr(node, "col_offset", 0) > SHOWN_CHARS:
+        if isinstance(node, ast.Attribute):
+            return f"….{node.attr}"
+        return f"a {type(node).__name__.lower()} expression"
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):
+        return type(node).__name__
+
+
+def _parse(source: str) -> ast.AST | str | None:
+    """The AST, None for source that is not Python (the kernel will say so), or why it could not be scanned."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, OverflowError):
+        return None
+    except (RecursionError, MemoryError):
+        return "nested too deeply to scan"
+
+
+def flags_for(label: str, source: str, deadline=None) -> list[str]:
+    tree = _parse(source) if isinstance(source, str) else None
+    if tree is None:
         return []
-    found: list[str] = []
-    imported = {
-        (alias.asname or alias.name).split(".")[0]
-        for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-        for alias in node.names
-    }
+    if isinstance(tree, str):
+        return [f"{label}: {tree}"]
+    found: dict[str, None] = {}  # an ordered set: membership is O(1)
+    more = 0
+    checked = 0
 
     def note(node: ast.AST, text: str) -> None:
+        nonlocal more
         entry = f"{label} line {getattr(node, 'lineno', '?')}: {text}"
-        if entry not in found:
-            found.append(entry)
+        if entry in found:
+            return
+        if len(found) < MAX_FLAGS_PER_CELL:
+            found[entry] = None
+        else:
+            more += 1
 
-    for node in ast.walk(tree):
+    def nodes():
+        nonlocal checked
+        for node in ast.walk(tree):
+            checked += 1
+            if deadline is not None and checked % CHECK_EVERY == 0:
+                deadline.check(f"scanning {label}")
+            yield node
+
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in nodes() if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    for node in nodes():
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -88,20 +142,38 @@ def flags_for(label: str, source: str) -> list[str]:
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
-                note(node, f"calls {func.id} on {ast.unparse(node.args[0])}")
+                note(node, f"calls {func.id} on {_shown(node.args[0])}")
             outside = _reads_outside(node)
             if outside:
-                note(node, f"opens a path outside its folder ({outside})")
+                note(node, f"opens a path outside its folder ({outside[:SHOWN_CHARS]})")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             for module in modules:
                 root = module.split(".")[0]
                 if root in ("ctypes", "subprocess", "signal", "builtins", "gc", "inspect", "importlib", "multiprocessing"):
-                    note(node, f"imports {module}")
+                    note(node, f"imports {module[:SHOWN_CHARS]}")
         if isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_NAMES:
-            note(node, f"{SUSPICIOUS_NAMES[node.attr]} ({ast.unparse(node)})")
+            note(node, f"{SUSPICIOUS_NAMES[node.attr]} ({_shown(node)})")
         elif isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES and node.id not in ("signal",):
             note(node, f"{SUSPICIOUS_NAMES[node.id]} ({node.id})")
         elif isinstance(node, ast.FunctionDef) and node.name in SUSPICIOUS_NAMES:
             note(node, f"{SUSPICIOUS_NAMES[node.name]} (def {node.name})")
-    return found
+    flags = list(found)
+    if more:
+        flags.append(f"{label}: {more} more construct(s) flagged")
+    return flags
+
+
+def learner_flags(nb, deadline=None) -> list[str]:
+    """Flags for the learner's code in a rebuilt notebook: solution cells and the code cells they added."""
+    flags: list[str] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if cells.is_solution(cell):
+            flags += flags_for(f"cell {cells.grade_id(cell)}", cell.source, deadline)
+        elif not cells.nbgrader(cell) and "injected-parameters" not in cell.metadata.get("tags", []):
+            flags += flags_for(f"added cell {index}", cell.source, deadline)
+    if len(flags) > MAX_FLAGS:
+        flags = flags[:MAX_FLAGS] + [f"{len(flags) - MAX_FLAGS} more construct(s) flagged in other cells"]
+    return flags
