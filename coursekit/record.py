@@ -86,6 +86,16 @@ def record(key: str, value) -> None:
     display({MIME_TYPE: payload, "text/plain": f"<recorded {key}>"}, raw=True)
 
 
-def lowered_text(jitted, *args) -> str:
-    """The StableHLO text of ``jitted`` lowered for ``args`` (what the compiler receives)."""
-    return str(jitted.lower(*args).compiler_ir(dialect="stablehlo"))
+def lowered_text(fn, *args) -> str:
+    """The StableHLO text of ``fn`` lowered for ``args`` (what the compiler receives).
+
+    ``fn`` is wrapped in ``jax.jit`` here and lowered by JAX, and the result
+    must be JAX's own ``Lowered`` object: the text comes from tracing ``fn``,
+    never from a ``lower`` method of the object passed in.
+    """
+    import jax
+
+    lowered = jax.jit(fn).lower(*args)
+    if type(lowered) is not jax.stages.Lowered:
+        raise TypeError(f"jax.jit(...).lower returned a {type(lowered).__name__}, not jax.stages.Lowered")
+    return lowered.as_text()

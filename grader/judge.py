@@ -4,13 +4,20 @@ An assignment's ``source/<assignment>/rubric.py`` builds a ``Rubric`` and
 registers one judge per autograded test cell (by nbgrader ``grade_id``). A
 judge receives the cell's ``Evidence`` and calls its checks; the first failed
 check raises ``Mismatch`` with a message for the learner that never contains
-the reference values.
+the reference values. Messages name values in the lesson's words (the rubric's
+``names``, or a check's ``what``), never by their record keys, and when a wrong
+value matches a mistake the lesson warns about (``Mistake``: p times the
+gradient, the local instead of the global count, a transposed layout, ...) the
+message says which mistake it is.
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import math
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -23,93 +30,194 @@ class Mismatch(AssertionError):
     """A recorded value is missing or differs from the reference."""
 
 
+@dataclass(frozen=True)
+class Mistake:
+    """A recognizable wrong value (computed by the rubric in NumPy) and what it means, in the lesson's words."""
+
+    value: object
+    says: str
+
+
+def scaled(expected, factors: dict[float, str]) -> list[Mistake]:
+    """``Mistake``s for values off from ``expected`` by known factors ({factor: what that means})."""
+    expected = np.asarray(expected, dtype=np.float64)
+    return [Mistake(factor * expected, says) for factor, says in factors.items() if factor not in (0, 1)]
+
+
+def denominator_mistakes(expected, *, devices: int, count: int | None = None, what: str = "gradient",
+                         mesh: int | None = None, derivative: bool = True) -> list[Mistake]:
+    """The denominator mistakes the lessons warn about, for a mean over ``count`` examples on ``devices`` devices.
+
+    ``mesh``: the size of the (sub-)mesh the value was computed on, when it is
+    not the notebook's own device count; a value scaled by mesh/4 or 4/mesh
+    there assumes the lesson's four devices. ``derivative``: also the slips of
+    differentiating a square by hand (a missing or doubled factor 2, the sign).
+    """
+    p = mesh or devices
+    factors: dict[float, str] = {
+        float(p): f"{p} times the global {what}: the per-device means were summed (local means, not one global mean)",
+        1.0 / p: f"the global {what} divided by the number of devices ({p}): the global mean already has the right "
+                 "denominator",
+    }
+    if mesh and mesh != 4:
+        factors.setdefault(mesh / 4, f"scaled by {mesh}/4 on a mesh of {mesh} device(s): the code assumes four devices")
+        factors.setdefault(4 / mesh, f"scaled by 4/{mesh} on a mesh of {mesh} device(s): the code assumes four devices")
+    if count:
+        factors.setdefault(float(count), f"{count} times the mean: a sum over the examples, not their mean")
+    if derivative:
+        factors.setdefault(-1.0, "the sign is flipped")
+        factors.setdefault(0.5, "half the reference: the factor 2 of the derivative of a square is missing")
+        factors.setdefault(2.0, "twice the reference: the factor 2 is applied twice")
+    return scaled(expected, factors)
+
+
+def diagnose(actual, mistakes, *, rtol: float = 1e-4, atol: float = 1e-6) -> str | None:
+    """What ``actual`` is, when it matches exactly one of the known ``mistakes``.
+
+    When the data make two different mistakes give the same value, nothing is
+    claimed: a wrong diagnosis would mislead more than none.
+    """
+    actual = np.asarray(actual, dtype=np.float64)
+    found = []
+    for mistake in mistakes or []:
+        wrong = np.asarray(mistake.value, dtype=np.float64)
+        if wrong.shape == actual.shape and np.all(np.isfinite(wrong)) and \
+                np.allclose(actual, wrong, rtol=rtol, atol=atol):
+            found.append(mistake.says)
+    return found[0] if len(set(found)) == 1 else None
+
+
 class Evidence:
     """The records of one test cell, with checks that raise ``Mismatch``."""
 
-    def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4):
+    def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4,
+                 names: dict[str, str] | None = None):
         self._records = records
         self._broken = set(broken or [])
         #: the device count the grader ran the notebook with (not what the kernel claims)
         self.num_devices = num_devices
+        #: record key -> the words a learner knows for it (set by ``Rubric.judge``)
+        self.names = dict(names or {})
+
+    def name(self, key: str, what: str | None = None) -> str:
+        return what or self.names.get(key) or key
 
     # -- access ---------------------------------------------------------
-    def get(self, key: str) -> Recorded:
+    def has(self, key: str) -> bool:
+        return key in self._records and key not in self._broken
+
+    def get(self, key: str, *, what: str | None = None) -> Recorded:
+        name = self.name(key, what)
         if key in self._broken:
-            raise Mismatch(f"{key}: recorded more than once or malformed; the test cell must run unmodified")
+            raise Mismatch(f"{name}: recorded more than once or malformed; the test cell must run unmodified")
         if key not in self._records:
-            raise Mismatch(f"{key}: no value was recorded (the test stopped before reaching it)")
+            raise Mismatch(f"{name}: no value was recorded (the test stopped before reaching it)")
         recorded = self._records[key]
         if recorded.kind == "rejected":
-            raise Mismatch(f"{key}: got a {recorded.value}, expected a plain NumPy or JAX array/number")
+            raise Mismatch(f"{name}: got a {recorded.value}, expected a plain NumPy or JAX array/number")
         return recorded
 
-    def array(self, key: str, *, shape=None, float_dtype: bool = True, jax: bool = False) -> np.ndarray:
-        recorded = self.get(key)
+    def array(self, key: str, *, shape=None, float_dtype: bool = True, jax: bool = False,
+              what: str | None = None, shape_mistakes: dict[tuple, str] | None = None) -> np.ndarray:
+        name = self.name(key, what)
+        recorded = self.get(key, what=what)
         if recorded.kind not in ("array", "jax_array"):
-            raise Mismatch(f"{key}: expected an array, got a {recorded.kind}")
+            raise Mismatch(f"{name}: expected an array, got a {recorded.kind}")
         if jax and recorded.kind != "jax_array":
-            raise Mismatch(f"{key}: expected a JAX array computed on the devices, got a host array")
+            raise Mismatch(f"{name}: expected a JAX array computed on the devices, got a host array")
         value = recorded.value
         if float_dtype and value.dtype.kind != "f":
-            raise Mismatch(f"{key}: expected floating-point values, got dtype {value.dtype}")
+            raise Mismatch(f"{name}: expected floating-point values, got dtype {value.dtype}")
         if shape is not None and tuple(value.shape) != tuple(shape):
-            raise Mismatch(f"{key}: expected shape {tuple(shape)}, got {tuple(value.shape)}")
+            hint = (shape_mistakes or {}).get(tuple(value.shape))
+            raise Mismatch(f"{name}: expected shape {tuple(shape)}, got {tuple(value.shape)}"
+                           + (f": {hint}" if hint else ""))
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise Mismatch(f"{key}: contains NaN or infinity")
+            raise Mismatch(f"{name}: contains NaN or infinity")
         return value
 
-    def number(self, key: str) -> float:
-        recorded = self.get(key)
+    def number(self, key: str, *, what: str | None = None) -> float:
+        name = self.name(key, what)
+        recorded = self.get(key, what=what)
         if recorded.kind == "scalar" and type(recorded.value) in (int, float) and not isinstance(recorded.value, bool):
             value = float(recorded.value)
         elif recorded.kind in ("array", "jax_array") and recorded.value.size == 1 and recorded.value.dtype.kind in "fi":
             value = float(recorded.value.reshape(()))
         else:
-            raise Mismatch(f"{key}: expected a single number")
+            raise Mismatch(f"{name}: expected a single number")
         if not math.isfinite(value):
-            raise Mismatch(f"{key}: is NaN or infinite")
+            raise Mismatch(f"{name}: is NaN or infinite")
         return value
 
-    def text(self, key: str) -> str:
-        recorded = self.get(key)
+    def text(self, key: str, *, what: str | None = None) -> str:
+        recorded = self.get(key, what=what)
         if recorded.kind != "scalar" or type(recorded.value) is not str:
-            raise Mismatch(f"{key}: expected text")
+            raise Mismatch(f"{self.name(key, what)}: expected text")
         return recorded.value
 
-    # -- checks ---------------------------------------------------------
-    def close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6, what: str | None = None) -> None:
-        expected = np.asarray(expected, dtype=np.float64)
-        actual = self.array(key, shape=expected.shape) if expected.ndim else np.asarray(self.number(key))
-        if not np.allclose(actual.astype(np.float64), expected, rtol=rtol, atol=atol):
-            raise Mismatch(f"{what or key}: differs from the host NumPy reference")
+    def values(self, key: str, shape, *, what: str | None = None, shape_mistakes=None) -> np.ndarray:
+        """The recorded number or array as float64, checked for shape and finiteness."""
+        if tuple(shape) == ():
+            recorded = self.get(key, what=what)
+            if recorded.kind in ("array", "jax_array") and recorded.value.size != 1:
+                hint = (shape_mistakes or {}).get(tuple(recorded.value.shape))
+                raise Mismatch(f"{self.name(key, what)}: expected a single number, got shape "
+                               f"{tuple(recorded.value.shape)}" + (f": {hint}" if hint else ""))
+            return np.asarray(self.number(key, what=what), dtype=np.float64)
+        return self.array(key, shape=shape, what=what, shape_mistakes=shape_mistakes).astype(np.float64)
 
-    def equal(self, key: str, expected, *, what: str | None = None) -> None:
-        recorded = self.get(key)
+    # -- checks ---------------------------------------------------------
+    def close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6, what: str | None = None,
+              mistakes: list[Mistake] | None = None, shape_mistakes: dict[tuple, str] | None = None) -> np.ndarray:
+        expected = np.asarray(expected, dtype=np.float64)
+        actual = self.values(key, expected.shape, what=what, shape_mistakes=shape_mistakes)
+        if not np.allclose(actual, expected, rtol=rtol, atol=atol):
+            hint = diagnose(actual, mistakes, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
+            raise Mismatch(f"{self.name(key, what)}: differs from the host NumPy reference"
+                           + (f": {hint}" if hint else ""))
+        return actual
+
+    def close_to_any(self, key: str, candidates: list, *, rtol: float = 1e-5, atol: float = 1e-6,
+                     what: str | None = None, mistakes: list[Mistake] | None = None,
+                     reason: str = "differs from the host NumPy reference") -> np.ndarray:
+        """Passes when the value matches any of ``candidates`` (the reference, or the learner's own values)."""
+        shapes = {np.shape(c) for c in candidates}
+        expected_shape = next(iter(shapes))
+        actual = self.values(key, expected_shape, what=what)
+        for candidate in candidates:
+            if np.allclose(actual, np.asarray(candidate, dtype=np.float64), rtol=rtol, atol=atol):
+                return actual
+        hint = diagnose(actual, mistakes, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
+        raise Mismatch(f"{self.name(key, what)}: {reason}" + (f": {hint}" if hint else ""))
+
+    def equal(self, key: str, expected, *, what: str | None = None, mistakes: dict | None = None) -> None:
+        recorded = self.get(key, what=what)
         value = recorded.value
         if recorded.kind in ("array", "jax_array"):
             value = value.tolist()
         if type(value) is not type(expected) or value != expected:
-            raise Mismatch(f"{what or key} is not the expected answer")
+            hint = (mistakes or {}).get(value) if isinstance(value, (int, float, str)) else None
+            raise Mismatch(f"{self.name(key, what)} is not the expected answer" + (f": {hint}" if hint else ""))
 
-    def shard_shapes(self, key: str, expected_shape, *, devices: int | None = None) -> None:
-        recorded = self.get(key)
+    def shard_shapes(self, key: str, expected_shape, *, devices: int | None = None, what: str | None = None) -> None:
+        name = self.name(key, what)
+        recorded = self.get(key, what=what)
         if recorded.kind != "jax_array":
-            raise Mismatch(f"{key}: expected a JAX array placed on the devices")
+            raise Mismatch(f"{name}: expected a JAX array placed on the devices, got a host array")
         if devices is not None and len(recorded.shards) != devices:
-            raise Mismatch(f"{key}: expected {devices} addressable shards, found {len(recorded.shards)}")
+            raise Mismatch(f"{name}: expected a shard on each of the {devices} devices, found {len(recorded.shards)}")
         shapes = {tuple(s.value.shape) for s in recorded.shards}
         if not recorded.shards or shapes != {tuple(expected_shape)}:
-            raise Mismatch(
-                f"{key}: each device should hold shape {tuple(expected_shape)}, found {sorted(shapes)}"
-            )
+            raise Mismatch(f"{name}: each device should hold shape {tuple(expected_shape)}, found {sorted(shapes)}")
 
-    def replicas_close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    def replicas_close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6, what: str | None = None,
+                       against: str = "the host reference") -> None:
         """Every addressable shard holds the whole ``expected`` array."""
         expected = np.asarray(expected, dtype=np.float64)
-        self.shard_shapes(key, expected.shape)
-        for shard in self.get(key).shards:
+        self.shard_shapes(key, expected.shape, what=what)
+        for shard in self.get(key, what=what).shards:
             if not np.allclose(shard.value.astype(np.float64), expected, rtol=rtol, atol=atol):
-                raise Mismatch(f"{key}: the copy on device {shard.device} differs from the host reference")
+                raise Mismatch(f"{self.name(key, what)}: the copy on device {shard.device} differs from {against}")
 
     def require(self, condition: bool, message: str) -> None:
         if not condition:
@@ -120,10 +228,11 @@ Judge = Callable[[Evidence], None]
 
 
 class Rubric:
-    """Judges by test-cell ``grade_id``."""
+    """Judges by test-cell ``grade_id``, and the words a learner knows for each record key."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: dict[str, str] | None = None) -> None:
         self.judges: dict[str, Judge] = {}
+        self.names: dict[str, str] = dict(names or {})
 
     def test(self, grade_id: str) -> Callable[[Judge], Judge]:
         def register(judge: Judge) -> Judge:
@@ -138,6 +247,7 @@ class Rubric:
         """(passed, learner message) for one test cell."""
         if grade_id not in self.judges:
             return False, f"{grade_id}: the course has no judge for this test (instructor error)"
+        evidence.names = {**self.names, **evidence.names}
         try:
             self.judges[grade_id](evidence)
         except Mismatch as failure:
@@ -158,3 +268,63 @@ def load_rubric(path: Path) -> Rubric:
     if not isinstance(rubric, Rubric):
         raise TypeError(f"{path} must define `rubric = Rubric()`")
     return rubric
+
+
+# -- which visible check failed -----------------------------------------------
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CELL_FRAME = re.compile(r"(?:Cell In ?\[\s*\d*\s*\]|Input In ?\[\s*\d*\s*\]|<ipython-input-[\d-]+>), line (\d+)")
+_HIDDEN_BEGIN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS", re.M)
+SHOWN_CHECK_CHARS = 240
+
+
+def visible_check(source: str, error: dict) -> str | None:
+    """The visible check of a test cell that raised ``error``, quoted from the instructor's ``source``.
+
+    Only for an ``AssertionError``. The kernel's error output only chooses
+    *which* line: its line number (from the traceback's frame of the test
+    cell) is looked up in the course's own source, and only a line before the
+    hidden tests that is an assertion (``assert`` or ``np.testing.assert_*``)
+    is quoted, by its message when it has one (an f-string's placeholders
+    shown as ``<expression>``). Nothing the kernel printed (the exception's
+    text could hold anything, hidden source included) reaches the message.
+    """
+    if not isinstance(error, dict) or error.get("ename") != "AssertionError":
+        return None
+    if not isinstance(error.get("traceback"), list):
+        return None
+    text = _ANSI.sub("", "\n".join(str(line) for line in error["traceback"][:50]))
+    frame = _CELL_FRAME.search(text)
+    if frame is None:
+        return None
+    line = int(frame.group(1))
+    hidden = _HIDDEN_BEGIN.search(source)
+    visible = source[:hidden.start()] if hidden else source
+    try:
+        tree = ast.parse(visible)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        if isinstance(node, ast.Assert):
+            message = node.msg
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_testing_assert(node.value.func):
+            message = next((k.value for k in node.value.keywords if k.arg == "err_msg"), None)
+        else:
+            continue
+        if isinstance(message, ast.Constant) and isinstance(message.value, str):
+            said = message.value
+        elif isinstance(message, ast.JoinedStr):  # an f-string: its literal parts, placeholders named
+            said = "".join(v.value if isinstance(v, ast.Constant) else "<" + ast.unparse(v.value) + ">"
+                           for v in message.values)
+        else:
+            said = ast.get_source_segment(visible, node) or ""
+        said = " ".join(said.split())
+        if len(said) > SHOWN_CHECK_CHARS:
+            said = said[:SHOWN_CHECK_CHARS - 3] + "..."
+        return f"the visible check failed: {said}"
+    return None
+
+
+def _is_testing_assert(func: ast.AST) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr.startswith("assert_") and "testing" in ast.unparse(func)

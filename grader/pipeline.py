@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import fcntl
+import html
 import shutil
 import sys
 import tempfile
@@ -29,8 +30,8 @@ import coursekit
 
 from . import cells, intake, restore, scan
 from .feedback import render
-from .gradebook import Gradebook, atomic_write
-from .judge import Evidence, load_rubric
+from .gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
+from .judge import Evidence, load_rubric, visible_check
 from .kernel_run import Execution
 from .layout import Course
 from .records import records_of_cell
@@ -73,27 +74,50 @@ class Prepared:
     started: float
 
 
-def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
-    """Locate, read, rebuild on the course skeleton, scan; no learner code runs."""
-    started = time.monotonic()
-    name = notebook_name(job.assignment_id)
-    source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
-    result = NotebookResult(job.student_id, job.assignment_id, name, Status.GRADED, "")
+PREPARE_BUDGET_S = 60.0  # for all the work on one submission before it runs (reading, rebuilding, scanning)
+SHOWN_DUPLICATES = 10
+
+
+def _skeleton(job: Job, source) -> NotebookResult:
+    """The result before anything is known: every test of the course's notebook at 0 of its points."""
+    result = NotebookResult(job.student_id, job.assignment_id, notebook_name(job.assignment_id), Status.GRADED, "")
     result.tests = [TestResult(cells.grade_id(c), 0.0, cells.points(c), False, "not run")
                     for c in source.cells if cells.is_autograded_test(c)]
     result.manual_max_score = sum(cells.points(c) for c in source.cells if cells.is_manual_answer(c))
+    return result
+
+
+def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
+    """Locate, read, rebuild on the course skeleton, scan; no learner code runs.
+
+    Bounded: ``intake`` checks sizes before reading and parsing, and the whole
+    phase has ``PREPARE_BUDGET_S``; a submission over a limit is ``too_large``.
+    """
+    started = time.monotonic()
+    deadline = intake.Deadline(PREPARE_BUDGET_S)
+    name = notebook_name(job.assignment_id)
+    source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
+    result = _skeleton(job, source)
+    sha256 = None
     try:
-        submission = intake.read(intake.locate(job.folder, name))
+        submission = intake.read(intake.locate(job.folder, name), deadline)
+        sha256 = submission.sha256
+        release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
+        rebuilt, tampering = restore.rebuild(source, release, submission.notebook)
+        deadline.check("rebuilding the notebook on the course's cells")
+        flags = learner_flags(rebuilt, deadline)
     except intake.InvalidSubmission as invalid:
         result.status, result.message = Status(invalid.status), invalid.message
         result.tests = [TestResult(t.grade_id, 0.0, t.max_points, False, "not graded: " + invalid.message)
                         for t in result.tests]
-        return Prepared(job, result, None, None, started)
-    release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
-    rebuilt, result.tampering = restore.rebuild(source, release, submission.notebook)
+        return Prepared(job, result, None, invalid.fingerprint or sha256, started)  # kept by the next run
+    result.tampering = tampering
     if submission.duplicate_cell_ids:
-        result.tampering.insert(0, f"duplicated cell ids: {', '.join(submission.duplicate_cell_ids)}")
-    result.flags = learner_flags(rebuilt)
+        shown = submission.duplicate_cell_ids[:SHOWN_DUPLICATES]
+        more = len(submission.duplicate_cell_ids) - len(shown)
+        result.tampering.insert(0, f"duplicated cell ids: {', '.join(i[:100] for i in shown)}"
+                                   + (f" and {more} more" if more else ""))
+    result.flags = flags
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
                                         "figures_dir": "figures"})
     return Prepared(job, result, rebuilt, submission.sha256, started)
@@ -122,27 +146,64 @@ def record(prepared: Prepared, executed, settings: Settings) -> NotebookResult:
     return result
 
 
-def grader_error(job: Job, course: Course, settings: Settings, prepared: Prepared | None) -> NotebookResult:
-    """Record a bug of the grader itself as this submission's result; the run goes on."""
-    print(traceback.format_exc(), file=sys.stderr)
+def grader_error(job: Job, course: Course, settings: Settings, prepared: Prepared | None, *,
+                 phase: str | None = None, infrastructure: str | None = None) -> NotebookResult:
+    """Record a failure of the grader itself (never of the submission) as this submission's result; the run goes on.
+
+    The row has no score (every test is "not graded"), says what failed and
+    where, and counts the runs that failed on this same file: the next run
+    grades it again until ``gradebook.MAX_GRADER_ATTEMPTS`` runs have failed.
+    ``infrastructure`` describes a failure of the machinery around the
+    notebook (a kernel that did not start, twice), as opposed to a bug.
+    Writing this result never depends on the code that may have failed
+    (the feedback page falls back to a plain one).
+    """
+    trace = traceback.format_exc()
+    if infrastructure is None and trace.strip() != "NoneType: None":
+        print(trace, file=sys.stderr)
     if prepared is None:
-        prepared = Prepared(job, NotebookResult(job.student_id, job.assignment_id, notebook_name(job.assignment_id),
-                                                Status.GRADED, ""), None, None, time.monotonic())
-    prepared.result.status = Status.GRADER_ERROR
-    prepared.result.message = "internal grader error: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
-    return record(prepared, None, settings)
+        try:
+            result = _skeleton(job, nbformat.read(course.source_notebook(job.assignment_id), as_version=4))
+        except Exception:  # noqa: BLE001 - the course itself may be what failed
+            result = NotebookResult(job.student_id, job.assignment_id, notebook_name(job.assignment_id),
+                                    Status.GRADED, "")
+        prepared = Prepared(job, result, None, None, time.monotonic())
+    sha256 = prepared.sha256
+    if sha256 is None:
+        try:
+            sha256 = intake.fingerprint(intake.locate(job.folder, notebook_name(job.assignment_id)))
+        except (intake.InvalidSubmission, OSError):
+            sha256 = None
+    book = Gradebook(settings.out)
+    result = prepared.result
+    attempts = book.grader_attempts(job.student_id, job.assignment_id, result.notebook, sha256) + 1
+    if infrastructure is not None:
+        what = f"infrastructure failure, not caused by the submission: {infrastructure}"
+    else:
+        last = trace.strip().splitlines()[-1] if trace.strip() else "unknown error"
+        what = f"internal grader error while {phase or 'grading'}: {last[:300]}"
+    if attempts < MAX_GRADER_ATTEMPTS:
+        retry = f"run {attempts} of at most {MAX_GRADER_ATTEMPTS} on this file; the next run grades it again"
+    else:
+        retry = f"{attempts} runs failed on this file; not retried again until it changes or a run with --force"
+    result.status = Status.GRADER_ERROR
+    result.message = f"{what} ({retry})"
+    result.tests = [TestResult(t.grade_id, 0.0, t.max_points, False, "not graded: the grader failed")
+                    for t in result.tests]
+    result.seconds = round(time.monotonic() - prepared.started, 2)
+    try:
+        page = render(result, None)
+    except Exception:  # noqa: BLE001 - the page renderer may be what failed
+        page = (f"<!doctype html><meta charset='utf-8'><title>Feedback</title>"
+                f"<p>{html.escape(result.student_id)} / {html.escape(result.assignment_id)}: "
+                f"{html.escape(result.message)}</p>")
+    atomic_write(book.feedback_path(job.student_id, job.assignment_id, result.notebook), page)
+    book.save(result, sha256, grader_attempts=attempts)
+    return result
 
 
-def learner_flags(nb) -> list[str]:
-    flags: list[str] = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        if cells.is_solution(cell):
-            flags += scan.flags_for(f"cell {cells.grade_id(cell)}", cell.source)
-        elif not cells.nbgrader(cell) and "injected-parameters" not in cell.metadata.get("tags", []):
-            flags += scan.flags_for(f"added cell {index}", cell.source)
-    return flags
+def learner_flags(nb, deadline: intake.Deadline | None = None) -> list[str]:
+    return scan.learner_flags(nb, deadline)
 
 
 UID_RANGE = range(61000, 62000)
@@ -204,6 +265,9 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
         passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices))
         if not passed:
             error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
+            check = visible_check(str(cell.source), error) if error is not None else None
+            if check:  # quoted from the course's source; the kernel's output only points at the line
+                message = f"{message}; {check}"
             if error is not None and not records:  # a learner-made exception class could be named after hidden text
                 name = error.get("ename")
                 name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"

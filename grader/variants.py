@@ -6,6 +6,7 @@ A scenario file is Python with a header and ``# %%`` sections::
     # base: solution            (solution | student)
     # expect-fail: test-loss-and-gradient test-update
     # expect-status: graded
+    # expect-message: the per-device means were summed
     # %% cell train-step
     def loss(...): ...
 
@@ -13,7 +14,8 @@ Further headers: ``same-as`` (a path relative to this file: use that
 scenario under this file's name), ``filename`` (submit under another name), ``delete``,
 ``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
 notebooks; ``requires`` names a capability a test must prove first;
-``expect-status`` may list several acceptable statuses.
+``expect-status`` may list several acceptable statuses; each ``expect-message``
+line is a text the failed tests' messages must contain (the mistake named).
 
 ``base`` picks the starting notebook: the instructor's solutions (hidden
 tests removed, like a learner's copy) or the generated student notebook.
@@ -46,6 +48,7 @@ class Scenario:
     base: str = "solution"
     expect_fail: list[str] = field(default_factory=list)
     expect_status: str = "graded"
+    expect_message: list[str] = field(default_factory=list)
     replace: dict[str, str] = field(default_factory=dict)
     appended: list[tuple[str | None, str]] = field(default_factory=list)
     raw: str | None = None
@@ -89,6 +92,8 @@ def parse(path: Path) -> Scenario:
                     scenario.expect_fail = value.split()
                 elif key == "expect-status":
                     scenario.expect_status = value
+                elif key == "expect-message":
+                    scenario.expect_message.append(value)
                 elif key == "filename":
                     scenario.filename = value
             continue

@@ -25,6 +25,8 @@ def test_scenario_grades_as_stated(graded, case):
     expected = set(case.scenario.expect_fail)
     messages = {t.grade_id: t.message for t in result.tests if not t.passed}
     assert failed == expected, f"{case.id}: lost {sorted(failed)}, expected {sorted(expected)}: {messages}"
+    for text in case.scenario.expect_message:  # the feedback names the mistake
+        assert any(text in message for message in messages.values()), f"{case.id}: no message says {text!r}: {messages}"
     for test in result.tests:
         assert test.points == (test.max_points if test.passed else 0)
 

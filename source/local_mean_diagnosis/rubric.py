@@ -2,18 +2,51 @@
 
 Hidden inputs are rebuilt from the same seeds and helpers the hidden tests use.
 Every reference is plain float64 NumPy arithmetic: global sums divided by
-global counts, never JAX.
+global counts, never JAX. Hidden tests use the notebook's device count and the
+smaller counts of ``coursekit.meshes.sub_mesh_sizes`` (shards of the helpers,
+sub-meshes of the program), so code that assumes four shards or devices fails
+in a default run. A wrong value that matches a mistake the lesson warns about
+is named in the message.
 """
 import numpy as np
 
 from coursekit import data
-from grader.judge import Evidence, Rubric
+from coursekit.meshes import sub_mesh_sizes
+from grader.judge import Evidence, Mistake, Rubric, scaled
 
-rubric = Rubric()
+rubric = Rubric(names={
+    "example.global_mean": "the global mean of the two-shard example",
+    "example.mean_of_local_means": "the mean of local means of the two-shard example",
+    "lesson.local_gradients": "the four local mean gradients of the lesson batch",
+    "lesson.local_gradients_3_5": "the local mean gradients of the 3 + 5 split",
+    "lesson.equal": "the global gradient from four equal shards",
+    "lesson.weighted": "the global gradient from the 3 + 5 split",
+    "lesson.weighted_number": "weighted_gradient of (k,) local means (the two-shard example)",
+    "lesson.masked_mean": "the global masked mean",
+    "hidden.masked_mean": "the global masked mean of an unseen batch",
+    "lesson.sums": "the per-shard sums of the lesson batch",
+    "lesson.counts": "the per-shard valid-token counts of the lesson batch",
+    "lesson.means": "the per-shard local means of the lesson batch",
+    "lesson.combined": "the global mean from partial sums and counts",
+    "device.sums": "the per-device sums of valid losses",
+    "device.counts": "the per-device counts of valid tokens",
+    "hidden.device.sums": "the per-device sums of valid losses of an unseen batch",
+    "hidden.device.counts": "the per-device counts of valid tokens of an unseen batch",
+    "device.masked_mean": "the sharded masked mean",
+    "hidden.device.masked_mean": "the sharded masked mean of an unseen batch",
+    "hidden.device.full.masked_mean": "the sharded masked mean of an unseen batch without an empty device",
+    "hidden.device_count": "the number of devices",
+})
 
 LESSON_LOCALS_2222 = [[-2.0, 1.0], [-9.0, -1.0], [-6.0, 1.0], [-4.0, -4.0]]
 LESSON_LOCALS_35 = [[-2.0, 0.0], [-7.2, -1.2]]
 LESSON_GRADIENT = [-5.25, -0.75]
+FOUR = "the lesson's four shards (or devices)"
+
+
+def shard_counts(p: int) -> list[int]:
+    """The shard counts the hidden tests use: the notebook's device count and the sub-mesh sizes."""
+    return [p] + sub_mesh_sizes(p)
 
 
 def gradient(x, y, w):
@@ -21,9 +54,12 @@ def gradient(x, y, w):
     return 2 * x.T @ (x @ np.asarray(w, dtype=np.float64) - y) / len(y)
 
 
-def block_gradients(x, y, w, sizes):
+def block_gradients(x, y, w, sizes, *, divide_by=None):
     bounds = np.cumsum(sizes)[:-1]
-    return np.stack([gradient(xb, yb, w) for xb, yb in zip(np.split(x, bounds), np.split(y, bounds))])
+    blocks = zip(np.split(x, bounds), np.split(y, bounds))
+    if divide_by is None:
+        return np.stack([gradient(xb, yb, w) for xb, yb in blocks])
+    return np.stack([gradient(xb, yb, w) * len(yb) / divide_by for xb, yb in blocks])
 
 
 def masked_mean(losses, mask):
@@ -36,18 +72,48 @@ def block_partials(losses, mask, num_shards):
     return sums, counts
 
 
-def counts_equal(e: Evidence, key: str, expected, what: str) -> None:
+def guarded_means(sums, counts):
+    return np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+
+
+def masked_mistakes(losses, mask, num_shards: int) -> list[Mistake]:
+    """Wrong denominators and weights for a masked mean over ``num_shards`` blocks of sequences."""
+    sums, counts = block_partials(losses, mask, num_shards)
+    total = sums.sum()
+    lengths = mask.sum(axis=1)
+    sequence_sums = np.where(mask, losses.astype(np.float64), 0.0).sum(axis=1)
+    keep = lengths > 0
+    return [
+        Mistake(guarded_means(sums, counts).mean(), "it is the plain mean of the local means (pmean of local "
+                "means): devices with few valid tokens weigh as much as devices with many"),
+        Mistake(total / num_shards, f"it divides the total by the number of devices ({num_shards}), not by the "
+                "number of valid tokens"),
+        Mistake(total / len(losses), "it divides the total by the number of sequences, not by the number of "
+                "valid tokens"),
+        Mistake((sequence_sums[keep] / lengths[keep]).mean(), "it averages per-sequence means: sequences with "
+                "few valid tokens weigh as much as long ones"),
+        Mistake(losses.astype(np.float64).mean(), "it averages every position: padding tokens were counted"),
+        Mistake(total / mask.size, "it divides by every position: padding tokens were counted"),
+    ]
+
+
+def counts_equal(e: Evidence, key: str, expected, what: str, *, mistakes: list[Mistake] = ()) -> None:
     """Counts may be recorded as integers or floats; they must be the exact counts."""
     expected = np.asarray(expected)
-    actual = e.array(key, shape=expected.shape, float_dtype=False)
-    e.require(actual.dtype.kind in "iuf", f"{key}: expected numbers, got dtype {actual.dtype}")
-    e.require(np.array_equal(actual.astype(np.float64), expected.astype(np.float64)),
-              f"{what} does not match the host NumPy reference")
+    actual = e.array(key, shape=expected.shape, float_dtype=False, what=what)
+    e.require(actual.dtype.kind in "iuf", f"{what}: expected numbers, got dtype {actual.dtype}")
+    if not np.array_equal(actual.astype(np.float64), expected.astype(np.float64)):
+        hint = next((m.says for m in mistakes if np.array_equal(actual.astype(np.float64), m.value)), None)
+        e.require(False, f"{what} does not match the host NumPy reference" + (f": {hint}" if hint else ""))
 
 
 def local_means_close(e: Evidence, key: str, sums, counts, what: str) -> None:
     """Local means of non-empty shards match; an empty shard's mean only has to be finite."""
-    actual = e.array(key, shape=np.shape(sums))  # rejects NaN and infinity
+    raw = e.get(key, what=what)
+    e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
+              f"{what}: a local mean is NaN or infinite: a shard without valid tokens has count 0, so its "
+              "mean must be guarded (0.0), never sum / 0")
+    actual = e.array(key, shape=np.shape(sums), what=what)
     nonempty = np.asarray(counts) > 0
     expected = np.asarray(sums)[nonempty] / np.asarray(counts)[nonempty]
     e.require(np.allclose(actual[nonempty].astype(np.float64), expected, rtol=1e-5, atol=1e-6),
@@ -56,77 +122,163 @@ def local_means_close(e: Evidence, key: str, sums, counts, what: str) -> None:
 
 @rubric.test("test-two-averages")
 def _(e: Evidence):
-    e.close("example.global_mean", 2.0, what="the global mean of the two-shard example")
-    e.close("example.mean_of_local_means", 2.5, what="the mean of local means of the two-shard example")
-    shards = data.ragged_shards(seed=90221, num_shards=e.num_devices)
-    e.close("hidden.global_mean", np.concatenate(shards).mean(), what="the global mean on unseen shards")
-    e.close("hidden.mean_of_local_means", np.mean([s.mean() for s in shards]),
-            what="the mean of local means on unseen shards")
+    e.close("example.global_mean", 2.0, mistakes=[Mistake(2.5, "this is the mean of local means: the global "
+                                                                "mean weighs every example once")])
+    e.close("example.mean_of_local_means", 2.5, mistakes=[Mistake(2.0, "this is the global mean: the mean of "
+                                                                       "local means weighs every shard once")])
+    for count in shard_counts(e.num_devices):
+        shards = data.ragged_shards(seed=90221 + count, num_shards=count)
+        global_mean, local = np.concatenate(shards).mean(), np.mean([s.mean() for s in shards])
+        e.close(f"hidden.{count}.global_mean", global_mean, what=f"the global mean of {count} unseen shard(s)",
+                mistakes=[Mistake(local, "this is the mean of local means: the global mean weighs every "
+                                         "example once"),
+                          *([Mistake(np.concatenate(shards).sum() / 4, f"it divides by 4 ({FOUR}), not by the "
+                                                                       "number of examples")] if count != 4 else [])])
+        e.close(f"hidden.{count}.mean_of_local_means", local,
+                what=f"the mean of local means of {count} unseen shard(s)",
+                mistakes=[*([Mistake(sum(s.mean() for s in shards) / 4, f"it divides by 4 ({FOUR}), not by the "
+                                                                        "number of shards")] if count != 4 else []),
+                          Mistake(global_mean, "this is the global mean: the mean of local means weighs every "
+                                               "shard once")])
 
 
 @rubric.test("test-local-gradients")
 def _(e: Evidence):
     x, y = data.lesson_batch()
     w = np.zeros(2)
+
+    def mistakes(x, y, w, sizes):
+        found = [Mistake(block_gradients(x, y, w, sizes, divide_by=len(y)),
+                         "each block's gradient is divided by the global count N, not by its own count: a local "
+                         "mean gradient divides by the rows its block holds")]
+        if len(y) % len(sizes) == 0:
+            equal = [len(y) // len(sizes)] * len(sizes)
+            found.append(Mistake(block_gradients(x, y, w, equal), "the blocks ignore sizes: block i must hold "
+                                                                  "the next sizes[i] rows"))
+        return found
+
     e.close("lesson.local_gradients", block_gradients(x, y, w, [2, 2, 2, 2]),
-            what="the four local mean gradients of the lesson batch")
-    e.close("lesson.local_gradients", LESSON_LOCALS_2222, what="the four local mean gradients of the lesson batch")
-    e.close("lesson.local_gradients_3_5", block_gradients(x, y, w, [3, 5]),
-            what="the local mean gradients of the 3 + 5 split")
-    sizes = list(range(1, e.num_devices + 1))
-    hx, hy, hw = data.random_regression(seed=90222, rows=sum(sizes), cols=3)
-    e.close("hidden.local_gradients", block_gradients(hx, hy, hw, sizes), rtol=1e-5, atol=1e-6,
-            what="local mean gradients of unequal blocks of an unseen batch")
+            mistakes=mistakes(x, y, w, [2, 2, 2, 2]))
+    e.close("lesson.local_gradients", LESSON_LOCALS_2222)
+    e.close("lesson.local_gradients_3_5", block_gradients(x, y, w, [3, 5]), mistakes=mistakes(x, y, w, [3, 5]))
+    for count in shard_counts(e.num_devices):
+        sizes = list(range(1, count + 1))
+        hx, hy, hw = data.random_regression(seed=90222 + count, rows=sum(sizes), cols=3)
+        e.close(f"hidden.{count}.local_gradients", block_gradients(hx, hy, hw, sizes), rtol=1e-5, atol=1e-6,
+                what=f"local mean gradients of {count} unequal block(s) of an unseen batch",
+                mistakes=mistakes(hx, hy, hw, sizes))
+
+
+def _equal_mistakes(locals_) -> list[Mistake]:
+    k = len(locals_)
+    mean = np.mean(locals_, axis=0)
+    return scaled(mean, {
+        float(k): f"the {k} local means were summed: with p shards that is p times the global gradient",
+        k / 4: f"it divides the sum of {k} local means by 4 ({FOUR}), not by the number of shards",
+    })
+
+
+def _wrong_axis(k: int, d: int) -> dict:
+    return {(k,): "it averages over the wrong axis: combine the shards (axis 0) and keep the "
+                  f"{d} gradient components"}
 
 
 @rubric.test("test-equal-shards")
 def _(e: Evidence):
-    e.close("lesson.equal", LESSON_GRADIENT, what="the global gradient from four equal shards")
-    e.close("lesson.equal", np.mean(LESSON_LOCALS_2222, axis=0), what="the global gradient from four equal shards")
-    locals_ = np.random.default_rng(90223).normal(size=(e.num_devices, 3))
-    e.close("hidden.equal", locals_.sum(axis=0) / e.num_devices, what="the combination of unseen equal-shard means")
+    e.close("lesson.equal", LESSON_GRADIENT, mistakes=_equal_mistakes(np.array(LESSON_LOCALS_2222)),
+            shape_mistakes=_wrong_axis(4, 2))
+    for count in shard_counts(e.num_devices):
+        locals_ = np.random.default_rng(90223 + count).normal(size=(count, 3))
+        e.close(f"hidden.{count}.equal", locals_.sum(axis=0) / count, mistakes=_equal_mistakes(locals_),
+                what=f"the combination of {count} unseen equal-shard means", shape_mistakes=_wrong_axis(count, 3))
+
+
+def _weighted(locals_, sizes):
+    sizes = np.asarray(sizes, dtype=np.float64)
+    return np.tensordot(sizes, locals_, axes=1) / sizes.sum()
+
+
+def _weighted_mistakes(locals_, sizes) -> list[Mistake]:
+    locals_, sizes = np.asarray(locals_, dtype=np.float64), np.asarray(sizes, dtype=np.float64)
+    return [
+        Mistake(locals_.mean(axis=0), "it is the plain mean of the local means: weigh each by its count"),
+        Mistake(np.tensordot(sizes, locals_, axes=1) / len(sizes), "it divides by the number of shards, not by "
+                                                                   "the total count"),
+    ] + ([Mistake(np.tensordot(sizes, locals_, axes=1) / 4, f"it divides by 4 ({FOUR}), not by the total count")]
+         if len(sizes) != 4 else [])
+
+
+NUMBER_SHAPE = "the docstring promises a single number for (k,) local means: the code handles only (k, d) input"
 
 
 @rubric.test("test-unequal-shards")
 def _(e: Evidence):
-    e.close("lesson.weighted", LESSON_GRADIENT, what="the global gradient from the 3 + 5 split")
-    p = e.num_devices
-    locals_ = np.random.default_rng(90224).normal(size=(p, 3))
-    for key, sizes in [("hidden.weighted", np.arange(1, p + 1)), ("hidden.weighted_with_empty", np.arange(p))]:
-        expected = (sizes[:, None] * locals_).sum(axis=0) / sizes.sum()
-        e.close(key, expected, what="the count-weighted combination of unseen local means")
+    e.close("lesson.weighted", LESSON_GRADIENT, mistakes=_weighted_mistakes(LESSON_LOCALS_35, [3, 5]))
+    e.close("lesson.weighted_number", 2.0, mistakes=_weighted_mistakes([1.0, 4.0], [2, 1]),
+            shape_mistakes={(2,): NUMBER_SHAPE, (2, 2): NUMBER_SHAPE})
+    for count in shard_counts(e.num_devices):
+        locals_ = np.random.default_rng(90224 + count).normal(size=(count, 3))
+        sizes = np.arange(1, count + 1)
+        e.close(f"hidden.{count}.weighted", _weighted(locals_, sizes), mistakes=_weighted_mistakes(locals_, sizes),
+                what=f"the count-weighted combination of {count} unseen local means")
+        e.close(f"hidden.{count}.weighted_number", _weighted(locals_[:, 1], sizes),
+                mistakes=_weighted_mistakes(locals_[:, 1], sizes),
+                what=f"the count-weighted combination of {count} unseen (k,) local means",
+                shape_mistakes={(count,): NUMBER_SHAPE, (count, count): NUMBER_SHAPE})
+        if count > 1:
+            e.close(f"hidden.{count}.weighted_with_empty", _weighted(locals_, np.arange(count)),
+                    mistakes=_weighted_mistakes(locals_, np.arange(count)),
+                    what=f"the count-weighted combination of {count} unseen local means with an empty shard")
 
 
 @rubric.test("test-masked-mean")
 def _(e: Evidence):
     p = e.num_devices
     losses, mask = data.masked_tokens(seed=0, num_shards=p)
-    e.close("lesson.masked_mean", masked_mean(losses, mask), what="the global masked mean")
+    e.close("lesson.masked_mean", masked_mean(losses, mask), mistakes=masked_mistakes(losses, mask, p))
     hl, hm = data.masked_tokens(seed=90225, num_shards=p, seqs_per_shard=3, tokens=7, empty=(-1,), scatter=True)
-    e.close("hidden.masked_mean", masked_mean(hl, hm), what="the global masked mean of an unseen batch")
+    e.close("hidden.masked_mean", masked_mean(hl, hm), mistakes=masked_mistakes(hl, hm, p))
+
+
+def _statistics(e: Evidence, prefix: str, losses, mask, shards: int, where: str):
+    sums, counts = block_partials(losses, mask, shards)
+    e.close(f"{prefix}.sums", sums, what=f"the per-shard sums {where}", mistakes=[
+        Mistake(losses.astype(np.float64).reshape(shards, -1).sum(axis=1), "padding losses were summed too: add "
+                                                                           "only the valid tokens' losses")])
+    counts_equal(e, f"{prefix}.counts", counts, what=f"the per-shard valid-token counts {where}", mistakes=[
+        Mistake(np.full(shards, mask.size // shards, dtype=np.float64), "padding positions were counted: count "
+                                                                        "only the positions where mask is True"),
+        Mistake(np.full(shards, len(mask) // shards, dtype=np.float64), "sequences were counted, not valid tokens")])
+    local_means_close(e, f"{prefix}.means", sums, counts, what=f"the per-shard local means {where}")
 
 
 @rubric.test("test-shard-statistics")
 def _(e: Evidence):
     p = e.num_devices
-    cases = [
-        ("lesson", data.masked_tokens(seed=0, num_shards=p), p),
-        ("hidden", data.masked_tokens(seed=90226, num_shards=2 * p, seqs_per_shard=2, tokens=5,
-                                      empty=(0, 3), scatter=True), 2 * p),
-    ]
-    for prefix, (losses, mask), shards in cases:
-        sums, counts = block_partials(losses, mask, shards)
-        where = "of the lesson batch" if prefix == "lesson" else "of an unseen batch"
-        e.close(f"{prefix}.sums", sums, what=f"the per-shard sums {where}")
-        counts_equal(e, f"{prefix}.counts", counts, what=f"the per-shard valid-token counts {where}")
-        local_means_close(e, f"{prefix}.means", sums, counts, what=f"the per-shard local means {where}")
+    _statistics(e, "lesson", *data.masked_tokens(seed=0, num_shards=p), p, "of the lesson batch")
+    for count in [2 * p] + sub_mesh_sizes(p)[-1:]:
+        losses, mask = data.masked_tokens(seed=90226 + count, num_shards=count, seqs_per_shard=2, tokens=5,
+                                          empty=(0, 3) if count > 3 else (0,) if count > 1 else (), scatter=True)
+        _statistics(e, f"hidden.{count}", losses, mask, count, f"of an unseen batch in {count} shard(s)")
+
+
+def _combine_mistakes(sums, counts) -> list[Mistake]:
+    sums, counts = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    return [
+        Mistake(sums.sum() / len(sums), f"it divides the total by the number of shards ({len(sums)}), not by the "
+                                        "total count"),
+        Mistake(guarded_means(sums, counts).mean(), "it is the plain mean of the local means"),
+    ] + ([Mistake(sums.sum() / 4, f"it divides the total by 4 ({FOUR}), not by the total count")]
+         if len(sums) != 4 else [])
 
 
 @rubric.test("test-combine")
 def _(e: Evidence):
-    e.close("lesson.combined", 18.5 / 10, what="the global mean from partial sums and counts")
-    sums, counts = data.shard_partials(seed=90230, num_shards=e.num_devices)
-    e.close("hidden.combined", sums.sum() / counts.sum(), what="the global mean from unseen partials")
+    e.close("lesson.combined", 18.5 / 10, mistakes=_combine_mistakes([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
+    for count in shard_counts(e.num_devices):
+        sums, counts = data.shard_partials(seed=90230 + count, num_shards=count)
+        e.close(f"hidden.{count}.combined", sums.sum() / counts.sum(), mistakes=_combine_mistakes(sums, counts),
+                what=f"the global mean from {count} unseen partial(s)")
 
 
 @rubric.test("test-device-partials")
@@ -142,23 +294,43 @@ def _(e: Evidence):
         for key in (f"{prefix}.sums", f"{prefix}.counts"):
             e.array(key, jax=True, float_dtype=False)
             e.shard_shapes(key, (1,), devices=p)
-        e.close(f"{prefix}.sums", sums, rtol=1e-5, atol=1e-5, what="the per-device sums of valid losses")
-        counts_equal(e, f"{prefix}.counts", counts, what="the per-device counts of valid tokens")
+        e.close(f"{prefix}.sums", sums, rtol=1e-5, atol=1e-5, mistakes=[
+            Mistake(losses.astype(np.float64).reshape(p, -1).sum(axis=1),
+                    "padding losses were summed too: add only the valid tokens' losses"),
+            Mistake(guarded_means(sums, counts), "these are local means, not local sums: divide once, at the end")])
+        counts_equal(e, f"{prefix}.counts", counts, what=e.name(f"{prefix}.counts"), mistakes=[
+            Mistake(np.full(p, mask.size // p, dtype=np.float64), "padding positions were counted: count only "
+                                                                  "the positions where mask is True")])
 
 
 @rubric.test("test-shard-map")
 def _(e: Evidence):
     p = e.num_devices
     cases = [
-        ("device.masked_mean", data.masked_tokens(seed=0, num_shards=p)),
-        ("hidden.device.masked_mean", data.masked_tokens(seed=90228, num_shards=p, seqs_per_shard=3, tokens=5,
-                                                         empty=(-1,), scatter=True)),
-        ("hidden.device.masked_mean_full", data.masked_tokens(seed=90229, num_shards=p, seqs_per_shard=2, tokens=8,
-                                                              empty=(), scatter=False)),
+        ("device", data.masked_tokens(seed=0, num_shards=p), p),
+        ("hidden.device", data.masked_tokens(seed=90228, num_shards=p, seqs_per_shard=3, tokens=5,
+                                             empty=(-1,), scatter=True), p),
+        ("hidden.device.full", data.masked_tokens(seed=90229, num_shards=p, seqs_per_shard=2, tokens=8,
+                                                  empty=(), scatter=False), p),
     ]
-    for key, (losses, mask) in cases:
-        e.array(key, shape=(), jax=True)  # on the devices, finite
-        e.shard_shapes(key, (), devices=p)
-        e.close(key, masked_mean(losses, mask), rtol=1e-5, what="the sharded masked mean")
-        e.replicas_close(key, masked_mean(losses, mask), rtol=1e-5)
+    for size in sub_mesh_sizes(p)[-2:]:  # two sub-meshes (one compilation each)
+        cases.append((f"hidden.mesh{size}", data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3,
+                                                               tokens=5, empty=(0,) if size > 2 else (),
+                                                               scatter=True), size))
+    for prefix, (losses, mask), devices in cases:
+        key = f"{prefix}.masked_mean"
+        what = e.names.get(key) or f"make_sharded_masked_mean on a mesh of {devices} device(s)"
+        e.require(e.has(key) or devices == p, f"{what}: no result: the program did not run there (does it use "
+                                              "the mesh it is given, and not a mesh of the lesson's four devices?)")
+        raw = e.get(key, what=what)
+        e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
+                  f"{what}: the result is NaN: a local count of zero (the empty device) was divided by; psum the "
+                  "sums and the counts, then divide once")
+        e.array(key, shape=(), jax=True, what=what)
+        reference = masked_mean(losses, mask)
+        mistakes = masked_mistakes(losses, mask, devices) + scaled(reference, {
+            devices / 4: f"scaled by {devices}/4 on a mesh of {devices} device(s): the program assumes four devices"})
+        actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
+        e.shard_shapes(key, (), devices=devices, what=what)
+        e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")

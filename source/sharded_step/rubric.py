@@ -2,14 +2,44 @@
 
 Hidden inputs are rebuilt from the same seeds the hidden tests use; the
 expected values come from the analytic gradient 2/N X^T (Xw - y), never from
-JAX.
+JAX. Each test judges one skill: where a value also depends on an earlier
+skill (the update depends on the gradient, placement and the ten steps on the
+step), it is compared with the learner's own earlier values, so one mistake
+costs one test. Sub-meshes (``coursekit.meshes``) run the step on meshes of
+other sizes than the notebook's.
 """
 import numpy as np
 
 from coursekit import data
-from grader.judge import Evidence, Rubric
+from coursekit.meshes import sub_mesh_sizes
+from grader.judge import Evidence, Mistake, Rubric, denominator_mistakes
 
-rubric = Rubric()
+rubric = Rubric(names={
+    "lesson.loss": "the initial loss",
+    "lesson.gradient": "the gradient at w = 0",
+    "hidden.loss": "the loss on an unseen batch",
+    "hidden.gradient": "the gradient on an unseen batch",
+    "lesson.new_w": "the weights after one step",
+    "lesson.step_gradient": "the gradient your step returned",
+    "hidden.new_w": "the new weights on an unseen batch at another learning rate",
+    "hidden.step_gradient": "the gradient your step returned on an unseen batch",
+    "lesson.new_w.shards": "the new weights",
+    "lesson.loss.shards": "the loss",
+    "lesson.gradient.shards": "the gradient",
+    "hidden.placed.new_w": "the new weights on an unseen batch",
+    "hidden.placed.loss": "the loss on an unseen batch",
+    "hidden.placed.gradient": "the gradient on an unseen batch",
+    "hidden.device_count": "the number of devices",
+    "lesson.trajectory": "ten steps on the lesson batch",
+    "hidden.trajectory": "ten steps on an unseen batch",
+    "transfer.sharded": "transfer_step's sharded weights",
+    "transfer.own_step": "one step of your make_train_step on the new labels",
+    "transfer.host": "transfer_step's host weights",
+    "transfer.other.sharded": "transfer_step's sharded weights for another target",
+    "transfer.other.own_step": "your make_train_step inside transfer_step",
+    "transfer.other.host": "transfer_step's host weights for another target",
+    "quiz.answer": "the multiple-choice answer",
+})
 
 
 def gradient(x, y, w):
@@ -26,77 +56,159 @@ def lesson():
     return x, y, np.zeros(2)
 
 
+def _loss_and_gradient(e: Evidence, prefix: str, x, y, w, *, rtol: float, atol: float, mesh: int | None = None):
+    p, n = e.num_devices, len(y)
+    where = f" on a mesh of {mesh} device(s)" if mesh else ""
+    e.close(f"{prefix}loss", loss(x, y, w), rtol=rtol, what=e.names.get(f"{prefix}loss", f"the loss{where}"),
+            mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=n, what="loss", mesh=mesh, derivative=False))
+    e.close(f"{prefix}gradient", gradient(x, y, w), rtol=rtol, atol=atol,
+            what=e.names.get(f"{prefix}gradient", f"the gradient{where}"),
+            mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=n, mesh=mesh))
+
+
 @rubric.test("test-loss-and-gradient")
 def _(e: Evidence):
     x, y, w = lesson()
-    e.close("lesson.loss", 4.875, rtol=1e-6, what="the initial loss")
-    e.close("lesson.loss", loss(x, y, w), rtol=1e-6, what="the initial loss")
-    e.array("lesson.gradient", shape=(2,), jax=True)
-    e.close("lesson.gradient", [-5.25, -0.75], what="the lesson's gradient")
+    _loss_and_gradient(e, "lesson.", x, y, w, rtol=1e-6, atol=1e-6)
     hx, hy, hw = data.random_regression(seed=90201, rows=4 * e.num_devices, cols=3)
-    e.close("hidden.loss", loss(hx, hy, hw), rtol=1e-5, what="the loss on an unseen batch")
-    e.array("hidden.gradient", shape=(3,), jax=True)
-    e.close("hidden.gradient", gradient(hx, hy, hw), rtol=1e-4, atol=1e-5, what="the gradient on an unseen batch")
+    _loss_and_gradient(e, "hidden.", hx, hy, hw, rtol=1e-4, atol=1e-5)
+    for size in sub_mesh_sizes(e.num_devices):
+        prefix = f"hidden.mesh{size}."
+        e.require(e.has(f"{prefix}loss") and e.has(f"{prefix}gradient"),
+                  f"the training step did not run on a mesh of {size} device(s): make_train_step must use the "
+                  "shardings rows, labels_sharding and replicated of whatever mesh they name, with any batch "
+                  "that mesh divides (does it build its own mesh or assume the lesson's four devices?)")
+        sx, sy, sw = data.random_regression(seed=90210 + size, rows=3 * size, cols=3)
+        _loss_and_gradient(e, prefix, sx, sy, sw, rtol=1e-4, atol=1e-5, mesh=size)
+
+
+def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *, rtol: float, atol: float):
+    own = e.values(gradient_key, np.shape(start))
+    e.require(np.any(own != 0), f"{e.name(gradient_key)} is zero: the update cannot be judged (see the gradient test)")
+    actual = e.values(new_key, np.shape(start))
+    expected = start - rate * own
+    if np.allclose(actual, expected, rtol=rtol, atol=atol):
+        return
+    mistakes = [Mistake(start + rate * own, "the gradient was added: a step goes against the gradient, "
+                                            "weights - learning_rate * gradient")]
+    used = float(np.dot(start - actual, own) / np.dot(own, own))
+    if used > 0 and np.allclose(actual, start - used * own, rtol=rtol, atol=atol) and not np.isclose(used, rate):
+        mistakes.append(Mistake(actual, f"the step used learning rate {used:.4g}, not the learning_rate given to "
+                                        "make_train_step"))
+    e.close(new_key, expected, rtol=rtol, atol=atol, mistakes=mistakes,
+            what=f"{e.name(new_key)} (weights - learning_rate * your step's gradient)")
 
 
 @rubric.test("test-update")
 def _(e: Evidence):
-    e.close("lesson.new_w", [0.525, 0.075], what="the weights after one step")
+    _, _, w = lesson()
+    _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6)
     hx, hy, hw = data.random_regression(seed=90202, rows=2 * e.num_devices, cols=2)
-    e.array("hidden.new_w", shape=(2,), jax=True)
-    e.close("hidden.new_w", hw - 0.37 * gradient(hx, hy, hw), rtol=1e-4, atol=1e-5,
-            what="the update at another learning rate")
+    _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), 0.37, rtol=1e-4, atol=1e-5)
+
+
+def _replicated(e: Evidence, key: str, shape, p: int):
+    """A JAX array with a whole copy on each of the ``p`` devices, every copy equal to the array's own value."""
+    own = e.array(key, shape=shape, jax=True)
+    e.shard_shapes(key, shape, devices=p)
+    e.replicas_close(key, own, rtol=1e-6, atol=1e-7, against="the array's own value: the replicas disagree")
 
 
 @rubric.test("test-placement")
 def _(e: Evidence):
     p = e.num_devices
-    x, y, w = lesson()
-    e.shard_shapes("lesson.new_w.shards", (2,), devices=p)
-    e.replicas_close("lesson.new_w.shards", w - 0.1 * gradient(x, y, w))
-    e.replicas_close("lesson.gradient.shards", gradient(x, y, w))
-    hx, hy, hw = data.random_regression(seed=90203, rows=p, cols=5)
-    g = gradient(hx, hy, hw)
-    e.shard_shapes("hidden.placed.new_w", (5,), devices=p)
-    e.replicas_close("hidden.placed.new_w", hw - 0.2 * g, rtol=1e-4, atol=1e-5)
-    e.replicas_close("hidden.placed.gradient", g, rtol=1e-4, atol=1e-5)
+    for prefix, d in [("lesson.", 2), ("hidden.placed.", 5)]:
+        suffix = ".shards" if prefix == "lesson." else ""
+        for name, shape in [("new_w", (d,)), ("loss", ()), ("gradient", (d,))]:
+            _replicated(e, f"{prefix}{name}{suffix}", shape, p)
+        gradient_key = f"{prefix}gradient{suffix}"
+        e.require(np.any(e.array(gradient_key) != 0), f"{e.name(gradient_key)} is zero: placing the outputs of a "
+                                                      "step that computes nothing earns nothing")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
+
+
+def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
+    """Ten weights after ``start``, each one step of the rule the learner's first step applied (from its own values)."""
+    name = e.name(key)
+    trajectory = e.array(key, shape=(steps + 1, len(start))).astype(np.float64)
+    e.require(np.allclose(trajectory[0], start), f"{name}: the loop should start from the given weights")
+    g0 = gradient(x, y, trajectory[0])
+    moved = trajectory[0] - trajectory[1]
+    rate = float(np.dot(moved, g0) / np.dot(g0, g0))
+    e.require(rate != 0 and np.allclose(moved, rate * g0, rtol=1e-3, atol=1e-6),
+              f"{name}: the first step does not move the weights along the gradient, so the loop cannot be "
+              "compared with a host loop (see the gradient and update tests)")
+    expected = [trajectory[0]]
+    for _ in range(steps):
+        expected.append(expected[-1] - rate * gradient(x, y, expected[-1]))
+    expected = np.stack(expected)
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    e.require(np.allclose(trajectory, expected, rtol=1e-4, atol=1e-5 * scale),
+              f"{name}: the steps drift away from a host loop that repeats your first step: every call must start "
+              "from the weights the previous call returned and carry nothing else over between calls")
 
 
 @rubric.test("test-ten-steps")
 def _(e: Evidence):
-    x, y, w = lesson()
-    for _ in range(10):
-        w = w - 0.1 * gradient(x, y, w)
-    e.close("lesson.ten_steps", w, rtol=1e-5, atol=1e-6, what="the weights after ten steps")
     hx, hy, hw = data.random_regression(seed=90204, rows=2 * e.num_devices, cols=2)
-    expected = []
-    for _ in range(10):
-        hw = hw - 0.05 * gradient(hx, hy, hw)
-        expected.append(hw)
-    e.close("hidden.trajectory", np.stack(expected), rtol=1e-4, atol=1e-5,
-            what="ten steps on an unseen batch")
+    _follows_first_step(e, "hidden.trajectory", hx, hy, hw.astype(np.float64))  # a fresh step: its first call
+    x, y, w = lesson()
+    _follows_first_step(e, "lesson.trajectory", x, y, w)
 
 
-def _transfer(true_weights, start, rate):
+def _transfer(true_weights, start, rate, labels_from=None):
     x, _ = data.lesson_batch()
-    y = x.astype(np.float64) @ np.asarray(true_weights)
+    y = x.astype(np.float64) @ np.asarray(true_weights) if labels_from is None else labels_from
     start = np.asarray(start, dtype=np.float64)
     return start - rate * gradient(x, y, start)
 
 
+def _transfer_mistakes(true_weights, start, rate, p: int) -> list[Mistake]:
+    x, lesson_y = data.lesson_batch()
+    y = x.astype(np.float64) @ np.asarray(true_weights)
+    start = np.asarray(start, dtype=np.float64)
+    g = gradient(x, y, start)
+    return [
+        Mistake(_transfer(true_weights, start, rate, labels_from=lesson_y),
+                "it uses the lesson's labels y, not the labels of the new target host_x @ true_weights"),
+        Mistake(start - 0.1 * g, "it uses the lesson's learning rate 0.1 (train_step), not learning_rate"),
+        Mistake(_transfer(true_weights, np.zeros(2), rate), "it starts from w = 0, not from start"),
+        Mistake(start - rate * p * g, f"its gradient is {p} times the global gradient: summed local means"),
+        Mistake(start - rate * g / p, f"its gradient is divided by the number of devices ({p}): the mean over "
+                                      f"N = {len(y)} examples already has the right denominator"),
+    ]
+
+
 @rubric.test("test-transfer")
 def _(e: Evidence):
+    p = e.num_devices
     expected = _transfer([-1.0, 3.0], [0.2, -0.1], 0.05)
-    e.array("transfer.sharded", shape=(2,), jax=True)
-    e.close("transfer.sharded", expected, what="the sharded transfer step")
-    e.close("transfer.host", expected, what="your host derivation of the transfer step")
+    own = e.values("transfer.own_step", (2,))
+    e.close_to_any("transfer.sharded", [own], rtol=1e-5, atol=1e-6,
+                   reason="is not one step of your make_train_step(0.05) from [0.2, -0.1] on the labels "
+                          "host_x @ [-1, 3]", mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
+    e.close("transfer.host", expected, rtol=1e-5, atol=1e-6,
+            mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     other = _transfer([0.5, -2.0], [1.0, 1.0], 0.02)
-    e.array("transfer.other.sharded", shape=(2,), jax=True)
-    e.close("transfer.other.sharded", other, rtol=1e-5, what="transfer_step with other targets")
-    e.close("transfer.other.host", other, rtol=1e-5, what="your host derivation with other targets")
+    mistakes = _transfer_mistakes([0.5, -2.0], [1.0, 1.0], 0.02, p)
+    if e.has("transfer.other.own_step") and e.get("transfer.other.own_step").kind != "scalar":
+        # Inside this call make_train_step's new weights were moved by +1: the sharded result must carry the
+        # shift, and a host result that carries it too was copied from the device.
+        own_other = e.values("transfer.other.own_step", (2,))
+        e.close_to_any("transfer.other.sharded", [own_other + 1.0], rtol=1e-5, atol=1e-6,
+                       reason="is not the result of your make_train_step for the other target: return the "
+                              "step's new weights unchanged")
+        mistakes = [Mistake(own_other + 1.0, "it is a copy of the sharded result (np.asarray of the device "
+                                             "weights): derive the host update from the formula with "
+                                             "host_gradient in NumPy")] + mistakes
+    else:
+        e.close("transfer.other.sharded", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
+    e.close("transfer.other.host", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
 
 
 @rubric.test("test-quiz")
 def _(e: Evidence):
-    e.equal("quiz.answer", 2, what="the multiple-choice answer")
+    e.equal("quiz.answer", 2, mistakes={
+        1: "summing four local means gives four times the global mean gradient",
+        3: "one device's gradient is a local quantity; it does not follow the global loss",
+    })

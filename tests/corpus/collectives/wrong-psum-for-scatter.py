@@ -1,6 +1,7 @@
 # scenario: uses psum with a replicated output where psum_scatter was asked: right values, 8 values stored per device instead of 8/p
 # base: solution
 # expect-fail: test-reduce-scatter test-lowered
+# expect-message: every device holds all 8 values
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
     residual = features @ weights - labels

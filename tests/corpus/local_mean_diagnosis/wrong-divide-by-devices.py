@@ -1,6 +1,7 @@
 # scenario: the summed partials divided by the number of shards (devices) instead of the valid-token count
 # base: solution
 # expect-fail: test-combine
+# expect-message: divides the total by the number of shards
 # expect-status: graded
 # %% cell combine
 def combine_partials(sums, counts):

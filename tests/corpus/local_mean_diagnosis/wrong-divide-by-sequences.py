@@ -1,6 +1,7 @@
 # scenario: the masked loss divided by the number of sequences instead of the number of valid tokens
 # base: solution
 # expect-fail: test-masked-mean
+# expect-message: number of sequences
 # expect-status: graded
 # %% cell masked-mean
 def masked_token_mean(token_losses, mask):

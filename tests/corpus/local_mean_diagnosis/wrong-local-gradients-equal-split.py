@@ -1,6 +1,7 @@
 # scenario: local gradients from np.array_split into len(sizes) blocks, ignoring the requested sizes
 # base: solution
 # expect-fail: test-local-gradients
+# expect-message: the blocks ignore sizes
 # expect-status: graded
 # %% cell local-gradients
 def local_mean_gradients(x, y, w, sizes):

@@ -1,6 +1,7 @@
 # scenario: per-sequence masked means averaged over sequences (padding-only sequences skipped)
 # base: solution
 # expect-fail: test-masked-mean
+# expect-message: averages per-sequence means
 # expect-status: graded
 # %% cell masked-mean
 def masked_token_mean(token_losses, mask):

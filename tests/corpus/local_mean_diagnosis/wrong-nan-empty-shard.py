@@ -1,6 +1,7 @@
 # scenario: local means computed as sum / count, NaN on the shard without valid tokens
 # base: solution
 # expect-fail: test-shard-statistics
+# expect-message: a local mean is NaN or infinite
 # expect-status: graded
 # %% cell shard-statistics
 def shard_statistics(token_losses, mask, num_shards):

@@ -1,6 +1,7 @@
 # scenario: the shard_map program averages (guarded) local means with lax.pmean
 # base: solution
 # expect-fail: test-shard-map
+# expect-message: plain mean of the local means
 # expect-status: graded
 # %% cell shard-map
 def device_sum_and_count(block_losses, block_mask):

@@ -1,6 +1,7 @@
 # scenario: the shard_map program divides the psum of local sums by the number of devices
 # base: solution
 # expect-fail: test-shard-map
+# expect-message: divides the total by the number of devices
 # expect-status: graded
 # %% cell shard-map
 def device_sum_and_count(block_losses, block_mask):

@@ -1,6 +1,7 @@
 # scenario: equal shards combined by summing the local mean gradients (p times too large)
 # base: solution
 # expect-fail: test-equal-shards
+# expect-message: local means were summed
 # expect-status: graded
 # %% cell equal-shards
 def equal_shard_gradient(local_gradients):

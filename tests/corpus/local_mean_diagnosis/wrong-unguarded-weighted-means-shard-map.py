@@ -1,6 +1,7 @@
 # scenario: count-weighted local means on the devices, NaN from 0/0 on the empty device
 # base: solution
 # expect-fail: test-shard-map
+# expect-message: the result is NaN
 # expect-status: graded
 # %% cell shard-map
 def device_sum_and_count(block_losses, block_mask):

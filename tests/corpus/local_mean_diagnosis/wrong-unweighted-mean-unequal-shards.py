@@ -1,6 +1,7 @@
 # scenario: unequal shards combined by the plain mean of their local means
 # base: solution
 # expect-fail: test-unequal-shards
+# expect-message: plain mean of the local means
 # expect-status: graded
 # %% cell unequal-shards
 def weighted_gradient(local_gradients, sizes):

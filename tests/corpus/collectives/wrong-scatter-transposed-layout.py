@@ -1,0 +1,31 @@
+# scenario: reshapes the gradient to (d/p, p) and transposes before an untiled psum_scatter: device r gets every p-th value
+# base: solution
+# expect-fail: test-reduce-scatter
+# expect-message: transposed shard layout
+# %% cell collectives
+def local_contribution(features, labels, weights, global_count):
+    residual = features @ weights - labels
+    return 2 * features.T @ residual / global_count
+
+
+def make_collectives(mesh, global_count):
+    in_specs = (P("data", None), P("data"), P())
+    ranks = mesh.shape["data"]
+
+    def reduce_all(a, b, weights):
+        return jax.lax.psum(local_contribution(a, b, weights, global_count), "data")
+
+    def reduce_shard(a, b, weights):
+        blocks = local_contribution(a, b, weights, global_count).reshape(-1, ranks).T
+        return jax.lax.psum_scatter(blocks, "data", scatter_dimension=0)
+
+    def gather_all(portion):
+        return jax.lax.all_gather(portion, "data", tiled=True)
+
+    all_gradient = jax.jit(jax.shard_map(reduce_all, mesh=mesh, in_specs=in_specs, out_specs=P()))
+    shard_gradient = jax.jit(jax.shard_map(reduce_shard, mesh=mesh, in_specs=in_specs, out_specs=P("data")))
+    gather = jax.jit(jax.shard_map(gather_all, mesh=mesh, in_specs=P("data"), out_specs=P(), check_vma=False))
+    return all_gradient, shard_gradient, gather
+
+
+all_gradient, shard_gradient, gather = make_collectives(mesh, len(host_y))

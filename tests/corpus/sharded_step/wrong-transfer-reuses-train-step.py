@@ -1,0 +1,15 @@
+# scenario: the transfer reuses train_step (learning rate 0.1) instead of make_train_step(learning_rate), and so does its host update
+# base: solution
+# expect-fail: test-transfer
+# expect-message: it uses the lesson's learning rate 0.1
+# %% cell transfer
+def transfer_step(true_weights, start, learning_rate):
+    changed_y = (host_x @ np.asarray(true_weights, dtype=np.float32)).astype(np.float32)
+    start = np.asarray(start, dtype=np.float32)
+    sharded_new_w, _, _ = train_step(jax.device_put(start, replicated), x, jax.device_put(changed_y, labels_sharding))
+    host_new_w = start - 0.1 * host_gradient(host_x, changed_y, start)
+    return sharded_new_w, host_new_w
+
+
+transfer_w, transfer_reference = transfer_step([-1.0, 3.0], [0.2, -0.1], 0.05)
+print("sharded:", np.asarray(transfer_w), " host:", transfer_reference)

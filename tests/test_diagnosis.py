@@ -1,0 +1,183 @@
+"""Feedback that names the mistake, other mesh sizes, and the corpus that proves both (fast: nothing is graded).
+
+The corpus itself is graded in ``test_scenarios`` (each wrong answer loses
+exactly its ``expect-fail`` tests and a failed test's message contains each
+``expect-message``); here: its size, that every wrong answer states the message
+it must get, and the pieces the rubrics build those messages from.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coursekit.meshes import rebound, sub_mesh_sizes
+from coursekit.record import encode
+from grader.judge import Evidence, Mismatch, denominator_mistakes, load_rubric, visible_check
+from grader.layout import ASSIGNMENTS
+from grader.records import decode
+from grader.variants import parse
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_corpus_has_14_wrong_and_5_correct_answers_and_each_wrong_one_names_its_mistake(assignment):
+    scenarios = [parse(path) for path in sorted((CORPUS / assignment).glob("*.py"))]
+    wrong = [s for s in scenarios if s.expect_fail and s.base == "solution"]
+    correct = [s for s in scenarios if not s.expect_fail]
+    assert len(wrong) >= 14 and len(correct) >= 5, (assignment, len(wrong), len(correct))
+    assert [s.name for s in scenarios if s.expect_fail and not s.expect_message] == []
+    fours = [s for s in wrong if "four devices" in s.description]
+    assert len(fours) >= 2, f"{assignment}: answers that hard-code four devices"
+
+
+def test_sub_mesh_sizes_are_other_sizes_including_one_that_is_not_a_power_of_two():
+    assert sub_mesh_sizes(1) == [] and sub_mesh_sizes(2) == [1]
+    assert sub_mesh_sizes(4) == [1, 2, 3] and sub_mesh_sizes(8) == [1, 4, 7]
+    for p in (4, 8):
+        assert any(k & (k - 1) for k in sub_mesh_sizes(p)) and p not in sub_mesh_sizes(p)
+
+
+def test_rebound_restores_every_name_even_after_an_error():
+    names = {"rows": "mesh of 4"}
+    with pytest.raises(RuntimeError), rebound(names, rows="mesh of 3", devices=[0, 1, 2]):
+        assert names == {"rows": "mesh of 3", "devices": [0, 1, 2]}
+        raise RuntimeError("the learner's step failed on the smaller mesh")
+    assert names == {"rows": "mesh of 4"}
+
+
+def _evidence(**values) -> Evidence:
+    return Evidence({key: decode(encode(np.asarray(value))) for key, value in values.items()}, num_devices=4)
+
+
+def test_a_value_off_by_a_known_factor_is_named_and_the_reference_is_not_shown():
+    reference = np.array([-5.25, -0.75])
+    mistakes = denominator_mistakes(reference, devices=4, count=8)
+    for factor, says in [(4, "per-device means were summed"), (0.25, "divided by the number of devices"),
+                         (8, "a sum over the examples"), (0.5, "factor 2")]:
+        with pytest.raises(Mismatch) as failure:
+            _evidence(g=factor * reference).close("g", reference, what="the gradient", mistakes=mistakes)
+        assert says in str(failure.value) and "5.25" not in str(failure.value)
+    with pytest.raises(Mismatch) as failure:  # not a recognizable pattern: no guess
+        _evidence(g=[1.0, 2.0]).close("g", reference, what="the gradient", mistakes=mistakes)
+    assert str(failure.value) == "the gradient: differs from the host NumPy reference"
+    on_three = denominator_mistakes(reference, devices=4, mesh=3)
+    with pytest.raises(Mismatch, match="assumes four devices"):
+        _evidence(g=0.75 * reference).close("g", reference, mistakes=on_three)
+
+
+SOURCE = textwrap.dedent('''\
+    record("lesson.loss", before)
+    np.testing.assert_allclose(float(before), 4.875, rtol=1e-6, err_msg="the initial loss should be 4.875")
+    for name in ["w"]:
+        assert ok(name), f"{name} should be replicated"
+    assert_allclose(x, 1)
+    np.testing.assert_allclose(g, [1, 2])
+    ### BEGIN HIDDEN TESTS
+    assert hidden_value == 90201, "hidden message"
+    ### END HIDDEN TESTS
+    ''')
+
+
+def _error(line: int, ename: str = "AssertionError", evalue: str = "ACTUAL: 3.0 DESIRED: 90201") -> dict:
+    frame = f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[7]\x1b[39m\x1b[32m, line {line}\x1b[39m\n----> {line} ..."
+    return {"output_type": "error", "ename": ename, "evalue": evalue,
+            "traceback": ["\x1b[31m----\x1b[39m", f"\x1b[31m{ename}\x1b[39m   Traceback (most recent call last)", frame,
+                          "File numpy/testing/_private/utils.py, line 1592, in assert_allclose"]}
+
+
+def test_visible_check_quotes_the_instructors_assertion_never_the_kernels_text():
+    assert visible_check(SOURCE, _error(2)) == "the visible check failed: the initial loss should be 4.875"
+    assert visible_check(SOURCE, _error(4)) == "the visible check failed: <name> should be replicated"
+    assert visible_check(SOURCE, _error(6)) == "the visible check failed: np.testing.assert_allclose(g, [1, 2])"
+    assert visible_check(SOURCE, _error(1)) is None  # not an assertion
+    assert visible_check(SOURCE, _error(5)) is None  # a bare function call is not np.testing
+    assert visible_check(SOURCE, _error(8)) is None  # a hidden line is never quoted
+    assert visible_check(SOURCE, _error(2, ename="NameError")) is None
+    assert visible_check(SOURCE, {"ename": "AssertionError", "traceback": ["no frame"]}) is None
+    assert visible_check(SOURCE, {"ename": "AssertionError", "traceback": "not a list"}) is None
+    for line in range(1, 12):
+        assert "90201" not in str(visible_check(SOURCE, _error(line)))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_names_its_values_in_learner_words(course, assignment):
+    """A judge given no records fails with a message that names no record key."""
+    rubric = load_rubric(course.rubric(assignment))
+    for grade_id in rubric.judges:
+        passed, message = rubric.judge(grade_id, Evidence({}, num_devices=4))
+        assert not passed
+        assert not any(part in message for part in ("lesson.", "hidden.", "device.", "example.", "transfer.",
+                                                    "timing.", "payload.", "budget.", "momentum.", "yours.")), message
+
+
+def _timing_rubric(course):
+    import importlib  # noqa: PLC0415
+
+    load_rubric(course.rubric("collectives"))
+    return importlib.import_module("_course_rubric_collectives")
+
+
+def test_timer_mistakes_are_told_apart(course):
+    rubric = _timing_rubric(course)
+    rng = np.random.default_rng(0)
+
+    def probes(scale=1.0, cumulative=False, dispatch=False):
+        found = {}
+        for delay, repeats in [(8000.0, 7), (2000.0, 3)]:
+            samples = delay + rng.uniform(50, 600, size=repeats)  # a loaded machine oversleeps a little
+            if cumulative:
+                samples = np.cumsum(samples)
+            if dispatch:
+                samples = rng.uniform(3, 15, size=repeats)
+            found[delay] = samples * scale
+        return found
+
+    assert rubric._timer_mistake(probes()) is None
+    assert "cumulative" in rubric._timer_mistake(probes(cumulative=True))
+    assert "nanoseconds" in rubric._timer_mistake(probes(scale=1000))
+    assert "in seconds" in rubric._timer_mistake(probes(scale=1e-6))
+    assert "milliseconds" in rubric._timer_mistake(probes(scale=1e-3))
+    assert rubric._timer_mistake(probes(dispatch=True)) is None  # left to "ended before the result was ready"
+
+
+def test_lowered_text_lowers_the_function_itself_not_a_stand_ins_text():
+    code = textwrap.dedent('''\
+        from coursekit.runtime import start_jax
+        devices = start_jax(2, "cpu")
+        import jax, numpy as np
+        from jax.sharding import Mesh, PartitionSpec as P
+        from coursekit.record import lowered_text
+
+        class Text:
+            def compiler_ir(self, dialect=None):
+                return "func.func stablehlo.all_reduce"
+            as_text = compiler_ir
+
+        class StandIn:  # right values, no collective, and a lower() that claims one
+            def __call__(self, v):
+                return v * 2
+            def lower(self, *args):
+                return Text()
+
+        class NotCallable:
+            def lower(self, *args):
+                return Text()
+
+        mesh = Mesh(np.array(devices), ("data",))
+        real = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "data"), mesh=mesh, in_specs=P("data"), out_specs=P()))
+        print("real", "stablehlo.all_reduce" in lowered_text(real, np.ones(4, np.float32)))
+        print("stand-in", "stablehlo.all_reduce" in lowered_text(StandIn(), np.ones(4, np.float32)))
+        try:
+            lowered_text(NotCallable(), np.ones(4, np.float32))
+        except TypeError:
+            print("not callable: TypeError")
+        ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[1:4] == ["real True", "stand-in False", "not callable: TypeError"], done.stdout
