@@ -101,8 +101,6 @@ def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path]) -> No
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
     for system in SYSTEM_PATHS:
         _bind(new_root, Path(system))
-    for path in sorted({p.resolve() for p in keep}, key=lambda p: len(p.parts)):
-        _bind(new_root, path)
     writable = []
     # /dev: a handful of device nodes and a private /dev/shm.
     dev = new_root / "dev"
@@ -120,6 +118,9 @@ def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path]) -> No
         writable.append(new_root / name)
     for name in ("proc", "sys"):
         (new_root / name).mkdir()
+    # After the private /tmp, so that a course kept below /tmp (a CI checkout) stays visible.
+    for path in sorted({p.resolve() for p in keep}, key=lambda p: len(p.parts)):
+        _bind(new_root, path)
     target = _inside(new_root, inside_home)
     target.mkdir(parents=True, exist_ok=True)
     mount(str(home), target, None, MS_BIND)  # not recursive: nothing is mounted below it
