@@ -250,24 +250,36 @@ print(json.dumps({"cmdline": open("/proc/self/cmdline", "rb").read().decode(), "
 """
 
 
-def _identity(zygote) -> dict:
+def _in_kernel(code: str, *, zygote=None, limits: Limits | None = None, inside=None) -> tuple[str, Confinement]:
+    """Run ``code`` in a kernel started as the grader starts one; return its stdout and confinement.
+
+    ``inside(conf)`` is called after the kernel stopped, before the scratch folder is removed.
+    """
     import asyncio
-    import json
-    import re
 
     import nbformat
 
     from grader.kernel_run import run_in, start_kernel
     from grader.pipeline import Settings, confinement
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IDENTITY)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
 
-    async def run():
-        async with confinement(Settings(out=Path(tempfile.gettempdir()))) as conf:
+    async def run() -> Confinement:
+        async with confinement(Settings(out=Path(tempfile.gettempdir()), limits=limits or Limits())) as conf:
             await run_in(await start_kernel(conf, zygote=zygote, preload=False), nb, conf)
+            if inside is not None:
+                inside(conf)
+            return conf
 
-    asyncio.run(run())
-    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    conf = asyncio.run(run())
+    return "".join(o.get("text", "") for o in nb.cells[0].outputs), conf
+
+
+def _identity(zygote) -> dict:
+    import json
+    import re
+
+    text, _ = _in_kernel(IDENTITY, zygote=zygote)
     return json.loads(re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text))
 
 
@@ -291,30 +303,17 @@ def test_a_forked_kernel_looks_like_an_ordinary_kernel():
 
 @needs_root
 def test_a_kernel_cannot_fill_the_disk_and_its_home_is_released():
-    import asyncio
+    def home_released(conf):
+        assert not os.path.ismount(conf.home)
 
-    import nbformat
-
-    from grader.kernel_run import run_in, start_kernel
-    from grader.pipeline import Settings, confinement
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    text, conf = _in_kernel(
         "import os\nwritten = 0\ntry:\n    for i in range(1000):\n"
         "        with open(f'fill-{i}', 'wb') as f:\n            f.write(b'x' * (16 << 20))\n        written += 16\n"
-        "except OSError as error:\n    print('refused after', written, 'MiB:', error.strerror)")])
-    homes = []
-
-    async def run():
-        async with confinement(Settings(out=Path(tempfile.gettempdir()), limits=Limits(home_mb=64))) as conf:
-            homes.append(conf.home)
-            await run_in(await start_kernel(conf, preload=False), nb, conf)
-            assert not os.path.ismount(conf.home)
-
-    asyncio.run(run())
-    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+        "except OSError as error:\n    print('refused after', written, 'MiB:', error.strerror)",
+        limits=Limits(home_mb=64), inside=home_released)
     assert "refused after" in text and "No space left on device" in text, text
     assert int(text.split("refused after")[1].split()[0]) <= 64
-    assert not homes[0].exists()
+    assert not conf.home.exists()
 
 
 SIBLING_SEARCH = r"""
@@ -339,26 +338,11 @@ print(sorted(x.decode() for x in found))
 @needs_root
 def test_forked_kernels_inherit_nothing_of_their_siblings():
     """The fork server never reads a kernel's arguments, so no child finds an earlier child's scratch folder."""
-    import asyncio
-
-    import nbformat
-
-    from grader.kernel_run import run_in, start_kernel
-    from grader.pipeline import Settings, confinement
     from grader.zygote import Zygote
-
-    seen = []
-
-    async def run(zygote):
-        for _ in range(3):
-            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SIBLING_SEARCH)])
-            async with confinement(Settings(out=Path(tempfile.gettempdir()))) as conf:
-                await run_in(await start_kernel(conf, zygote=zygote), nb, conf)
-                seen.append((conf.scratch.name, nb.cells[0].outputs[0]["text"]))
 
     zygote = Zygote()
     try:
-        asyncio.run(run(zygote))
+        seen = [(conf.scratch.name, text) for text, conf in (_in_kernel(SIBLING_SEARCH, zygote=zygote) for _ in range(3))]
     finally:
         zygote.close()
     for index, (own, text) in enumerate(seen):
