@@ -38,7 +38,7 @@ from .intake import InvalidSubmission, fingerprint, locate, shown_name
 from .judge import load_rubric
 from .kernel_run import SandboxError, run_in, start_kernel, stop_kernel
 from .layout import Course
-from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare
+from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
 from .results import NotebookResult, Status, TestResult
 from .zygote import Zygote
 
@@ -229,8 +229,10 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
                         if settings.prewarm and not jobs.empty() else None)
                 phase = "running the notebook"
                 execution = await _execute(prepared, current, settings, zygote)
+                phase = "running the recorded programs"
+                programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings)
                 phase = "judging and recording the result"
-                report(finish(prepared, execution, course, settings))
+                report(finish(prepared, execution, course, settings, programs))
             except InfrastructureError as failure:
                 _report_error(report, job, course, settings, prepared, phase, infrastructure=str(failure))
             except Exception:

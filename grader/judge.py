@@ -23,6 +23,7 @@ from typing import Callable
 
 import numpy as np
 
+from .programs import Program, ProgramRun
 from .records import Recorded
 
 
@@ -91,8 +92,10 @@ class Evidence:
     """The records of one test cell, with checks that raise ``Mismatch``."""
 
     def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4,
-                 names: dict[str, str] | None = None):
+                 names: dict[str, str] | None = None, programs: dict[str, ProgramRun] | None = None):
         self._records = records
+        #: record key -> what the program recorded under it did in the grader's runner (``grader.programs``)
+        self._programs = dict(programs or {})
         self._broken = set(broken or [])
         #: the device count the grader ran the notebook with (not what the kernel claims)
         self.num_devices = num_devices
@@ -223,6 +226,52 @@ class Evidence:
         if not condition:
             raise Mismatch(message)
 
+    # -- programs, run outside the kernel -------------------------------------
+    def program(self, key: str, *, what: str | None = None) -> ProgramRun:
+        """The run of the program recorded under ``key`` on the grader's own inputs; ``Mismatch`` if it did not run."""
+        name = self.name(key, what)
+        run = self._programs.get(key)
+        if run is None:
+            raise Mismatch(f"{name}: no program was recorded (the test stopped before exporting it)")
+        if run.error:
+            raise Mismatch(f"{name}: {run.error}")
+        return run
+
+    def program_shardings(self, key: str, *, outputs: list[bool], what: str | None = None) -> ProgramRun:
+        """The program takes its inputs split as the course says, and ``outputs[i]`` says whether output i is
+        replicated on every device (True) or split (False)."""
+        name = self.name(key, what)
+        run = self.program(key, what=what)
+        for index, (actual, expected) in enumerate(zip(run.in_shardings, run.expected_in_shardings)):
+            if actual is not None and actual != expected:
+                raise Mismatch(f"{name}: argument {index + 1} is placed as {actual}, the course places it as "
+                               f"{expected} (use the shardings the notebook defines, on the mesh they name)")
+        self.require(len(run.outputs) == len(outputs),
+                     f"{name}: returns {len(run.outputs)} value(s), expected {len(outputs)}")
+        for index, (output, replicated) in enumerate(zip(run.outputs, outputs)):
+            self.require(output.shards_consistent, f"{name}: output {index + 1}'s shards disagree with its value")
+            if replicated:
+                self.require(output.replicated, f"{name}: output {index + 1} should be replicated on every device, "
+                                                f"it is split as {output.sharding}")
+            else:
+                self.require(not output.replicated, f"{name}: output {index + 1} should stay split over the "
+                                                    "devices, it is replicated")
+        return run
+
+    def program_close(self, key: str, index: int, expected, *, rtol: float = 1e-4, atol: float = 1e-5,
+                      what: str | None = None, mistakes: list[Mistake] | None = None) -> None:
+        """Output ``index`` of the program's run equals ``expected`` (computed by the rubric from ``run.inputs``)."""
+        name = self.name(key, what)
+        run = self.program(key, what=what)
+        self.require(index < len(run.outputs), f"{name}: returns {len(run.outputs)} value(s), not {index + 1}")
+        actual = run.outputs[index].value
+        expected = np.asarray(expected, dtype=np.float64)
+        if actual.shape != expected.shape:
+            raise Mismatch(f"{name}: has shape {actual.shape} on the grader's inputs, expected {expected.shape}")
+        if not np.allclose(actual, expected, rtol=rtol, atol=atol):
+            said = diagnose(actual, mistakes or [], rtol=rtol, atol=atol)
+            raise Mismatch(f"{name}: wrong on inputs it had not seen" + (f": {said}" if said else ""))
+
 
 Judge = Callable[[Evidence], None]
 
@@ -233,6 +282,16 @@ class Rubric:
     def __init__(self, names: dict[str, str] | None = None) -> None:
         self.judges: dict[str, Judge] = {}
         self.names: dict[str, str] = dict(names or {})
+        #: grade_id -> the programs its test cell records, for a run with a given device count
+        self.program_specs: dict[str, Callable[[int], list[Program]]] = {}
+
+    def programs(self, grade_id: str) -> Callable:
+        """Register ``declare(num_devices) -> [Program]``: the programs a test cell records (``grader.programs``)."""
+        def register(declare):
+            self.program_specs[grade_id] = declare
+            return declare
+
+        return register
 
     def test(self, grade_id: str) -> Callable[[Judge], Judge]:
         def register(judge: Judge) -> Judge:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -33,6 +33,8 @@ from .feedback import render
 from .gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
 from .judge import Evidence, load_rubric, visible_check
 from .kernel_run import Execution
+from .programs import ProgramRun
+from .programs.launch import run_programs
 from .layout import Course
 from .records import records_of_cell
 from .results import NotebookResult, Status, TestResult
@@ -123,12 +125,16 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     return Prepared(job, result, rebuilt, submission.sha256, started)
 
 
-def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings) -> NotebookResult:
-    """Judge the records, decide the status and write every output file."""
+def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,
+           programs: dict[str, dict[str, ProgramRun]] | None = None) -> NotebookResult:
+    """Judge the records (and the programs, run by ``program_runs`` unless given), decide the status and
+    write every output file."""
     result, job = prepared.result, prepared.job
     if execution is not None:
+        if programs is None:
+            programs = program_runs(prepared, execution, course, settings)
         source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
-        result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices)
+        result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices, programs)
         result.events = execution.events
         result.status, result.message = decide_status(result, execution)
     return record(prepared, execution.notebook if execution else None, settings)
@@ -248,7 +254,33 @@ async def confinement(settings: Settings):
         yield conf
 
 
-def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int) -> list[TestResult]:
+def program_runs(prepared: Prepared, execution: Execution | None, course: Course,
+                 settings: Settings) -> dict[str, dict[str, ProgramRun]]:
+    """grade_id -> record key -> run: every program the rubric declares, run outside the kernel in one sandbox."""
+    if execution is None:
+        return {}
+    rubric = load_rubric(course.rubric(prepared.job.assignment_id))
+    executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
+    blobs, declared = {}, []
+    for gid, declare in rubric.program_specs.items():
+        cell = executed.get(gid)
+        records = records_of_cell(cell)[0] if cell is not None else {}
+        for program in declare(settings.num_devices):
+            key = f"{gid}/{program.key}"
+            declared.append(replace(program, key=key))
+            recorded = records.get(program.key)
+            if recorded is not None and recorded.kind == "scalar" and isinstance(recorded.value, str):
+                blobs[key] = recorded.value
+    runs: dict[str, dict[str, ProgramRun]] = {}
+    for key, run in run_programs(blobs, declared, settings.num_devices, settings).items():
+        gid, own = key.split("/", 1)
+        run.key = own
+        runs.setdefault(gid, {})[own] = run
+    return runs
+
+
+def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int,
+                programs: dict[str, dict[str, ProgramRun]] | None = None) -> list[TestResult]:
     rubric = load_rubric(course.rubric(assignment))
     executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
     results = []
@@ -262,7 +294,8 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             results.append(TestResult(gid, 0.0, points, False, f"not run: {reason}"))
             continue
         records, broken = records_of_cell(ran)
-        passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices))
+        passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
+                                                     programs=(programs or {}).get(gid)))
         if not passed:
             error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
             check = visible_check(str(cell.source), error) if error is not None else None

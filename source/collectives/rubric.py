@@ -16,6 +16,7 @@ import numpy as np
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
 from grader.judge import Evidence, Mismatch, Mistake, Rubric, scaled
+from grader.programs import Input, Program
 
 rubric = Rubric(names={
     "lesson.terms": "the local contributions on the lesson data",
@@ -225,10 +226,42 @@ def _lowered(e: Evidence, prefix: str, where: str):
             e.require(other not in text, f"{what}: the lowered program also contains {other}")
 
 
+@rubric.programs("test-lowered")
+def _(p: int):
+    n = 2 * p
+    gradient_args = (Input((n, n), ("data", None)), Input((n,), ("data",)), Input((n,)))
+    return [Program("program.all_gradient", p, gradient_args), Program("program.shard_gradient", p, gradient_args),
+            Program("program.gather", p, (Input((n,), ("data",)),))]
+
+
+def _programs(e: Evidence):
+    """The three programs themselves, exported by the kernel and run by the grader on inputs it drew: their
+    collectives are read from the programs, never from text the kernel reports."""
+    for name, (wanted, unwanted), split_output in [
+        ("all_gradient", (ALL_REDUCE, (REDUCE_SCATTER, ALL_GATHER)), False),
+        ("shard_gradient", (REDUCE_SCATTER, (ALL_REDUCE, ALL_GATHER)), True),
+        ("gather", (ALL_GATHER, (ALL_REDUCE, REDUCE_SCATTER)), False),
+    ]:
+        key, what = f"program.{name}", f"{name}, run by the grader on inputs it drew"
+        run = e.program(key, what=what)
+        e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
+        e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
+        for other in unwanted:
+            e.require(run.collectives.get(other.split(".")[1], 0) == 0, f"{what}: the program also contains {other}")
+        e.program_shardings(key, outputs=[not split_output], what=what)
+        if name == "gather":
+            expected = run.inputs[0].astype(np.float64)
+        else:
+            x, y, w = run.inputs
+            expected = gradient(x, y, w)
+        e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what)
+
+
 @rubric.test("test-lowered")
 def _(e: Evidence):
     _lowered(e, "lowered.", "on the lesson's mesh")
     _lowered(e, "hidden.lowered.", "for an unseen batch")
+    _programs(e)
 
 
 PROBES = [("timing.probe", 7, 8000.0), ("timing.short", 3, 2000.0)]  # key, repeats, microseconds per call

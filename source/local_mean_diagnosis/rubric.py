@@ -13,6 +13,7 @@ import numpy as np
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
 from grader.judge import Evidence, Mistake, Rubric, scaled
+from grader.programs import Input, Program
 
 rubric = Rubric(names={
     "example.global_mean": "the global mean of the two-shard example",
@@ -303,6 +304,11 @@ def _(e: Evidence):
                                                                   "the positions where mask is True")])
 
 
+@rubric.programs("test-shard-map")
+def _(p: int):
+    return [Program("program.masked_mean", p, (Input((2 * p, 8), ("data", None)), Input((2 * p, 8), ("data", None), "bool")))]
+
+
 @rubric.test("test-shard-map")
 def _(e: Evidence):
     p = e.num_devices
@@ -334,3 +340,11 @@ def _(e: Evidence):
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
+    # The program itself, exported by the kernel and run by the grader on tokens it drew.
+    what = "your sharded masked mean, run by the grader on tokens it drew"
+    run = e.program_shardings("program.masked_mean", outputs=[True], what=what)
+    e.require(run.manual and run.collectives.get("all_reduce", 0) >= 1,
+              f"{what}: the program should psum over the devices inside jax.shard_map")
+    losses, mask = run.inputs
+    e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
+                    mistakes=masked_mistakes(losses, mask, p))

@@ -13,6 +13,7 @@ import numpy as np
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
 from grader.judge import Evidence, Mistake, Rubric, denominator_mistakes
+from grader.programs import Input, Program
 
 rubric = Rubric(names={
     "lesson.loss": "the initial loss",
@@ -39,7 +40,45 @@ rubric = Rubric(names={
     "transfer.other.own_step": "your make_train_step inside transfer_step",
     "transfer.other.host": "transfer_step's host weights for another target",
     "quiz.answer": "the multiple-choice answer",
+    "program.step": "your jitted training step, run by the grader on a batch it drew",
+    "program.step_0.37": "your make_train_step(0.37), run by the grader on a batch it drew",
+    "program.placed": "your jitted training step's shardings",
 })
+
+
+def step_inputs(rows: int, cols: int) -> tuple[Input, ...]:
+    """(weights, features, labels): replicated, split by rows, split by rows."""
+    return Input((cols,)), Input((rows, cols), ("data", None)), Input((rows,), ("data",))
+
+
+@rubric.programs("test-loss-and-gradient")
+def _(p: int):
+    return [Program("program.step", p, step_inputs(4 * p, 3))] + [
+        Program(f"program.mesh{size}.step", size, step_inputs(3 * size, 3)) for size in sub_mesh_sizes(p)]
+
+
+@rubric.programs("test-update")
+def _(p: int):
+    return [Program("program.step_0.37", p, step_inputs(2 * p, 2))]
+
+
+@rubric.programs("test-placement")
+def _(p: int):
+    return [Program("program.placed", p, step_inputs(p, 5))]
+
+
+def _program_loss_and_gradient(e: Evidence, key: str, mesh: int | None = None):
+    """The step program itself, on the grader's own batch: its loss (output 2) and gradient (output 3)."""
+    where = f" on a mesh of {mesh} device(s)" if mesh else ""
+    run = e.program(key, what=f"your training step{where}")
+    w, x, y = (a.astype(np.float64) for a in run.inputs)
+    p = mesh or e.num_devices
+    e.program_close(key, 1, loss(x, y, w), what=f"the loss of your training step{where}, on a batch the grader drew",
+                    mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=len(y), what="loss", mesh=mesh,
+                                                  derivative=False))
+    e.program_close(key, 2, gradient(x, y, w), what=f"the gradient of your training step{where}, on a batch the "
+                                                    "grader drew",
+                    mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=len(y), mesh=mesh))
 
 
 def gradient(x, y, w):
@@ -80,6 +119,10 @@ def _(e: Evidence):
                   "that mesh divides (does it build its own mesh or assume the lesson's four devices?)")
         sx, sy, sw = data.random_regression(seed=90210 + size, rows=3 * size, cols=3)
         _loss_and_gradient(e, prefix, sx, sy, sw, rtol=1e-4, atol=1e-5, mesh=size)
+    # The values above were computed in the learner's kernel; the program itself must compute them too.
+    _program_loss_and_gradient(e, "program.step")
+    for size in sub_mesh_sizes(e.num_devices):
+        _program_loss_and_gradient(e, f"program.mesh{size}.step", mesh=size)
 
 
 def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *, rtol: float, atol: float):
@@ -105,6 +148,18 @@ def _(e: Evidence):
     _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6)
     hx, hy, hw = data.random_regression(seed=90202, rows=2 * e.num_devices, cols=2)
     _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), 0.37, rtol=1e-4, atol=1e-5)
+    run = e.program("program.step_0.37")
+    own = run.outputs[2].value if len(run.outputs) == 3 else None
+    e.require(own is not None and own.shape == run.inputs[0].shape and np.any(own != 0),
+              "your make_train_step(0.37), run by the grader on a batch it drew, does not return (new weights, "
+              "loss, gradient) with a non-zero gradient")
+    start = run.inputs[0].astype(np.float64)
+    e.program_close("program.step_0.37", 0, start - 0.37 * own, rtol=1e-4, atol=1e-5,
+                    what="the new weights of your make_train_step(0.37) on a batch the grader drew (weights - "
+                         "learning_rate * its own gradient)",
+                    mistakes=[Mistake(start + 0.37 * own, "the gradient was added: a step goes against the gradient"),
+                              Mistake(start - 0.1 * own, "the step used the lesson's learning rate 0.1, not the "
+                                                         "learning_rate given to make_train_step")])
 
 
 def _replicated(e: Evidence, key: str, shape, p: int):
@@ -125,6 +180,7 @@ def _(e: Evidence):
         e.require(np.any(e.array(gradient_key) != 0), f"{e.name(gradient_key)} is zero: placing the outputs of a "
                                                       "step that computes nothing earns nothing")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
+    e.program_shardings("program.placed", outputs=[True, True, True])
 
 
 def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):

@@ -1,0 +1,35 @@
+"""Hand a learner's JAX program to the grader, as the program itself.
+
+``exported(fn, *args)`` traces ``fn`` (wrapped in ``jax.jit`` unless it is a
+jitted function already) for the shapes, dtypes and shardings of ``args``
+with ``jax.export`` and returns the serialized program as base64 text, which
+a test cell records. The grader runs that program in its own JAX runtime,
+outside the learner's kernel, on inputs the kernel never saw, and reads its
+collectives from the program, not from anything the kernel reports. Only the
+values in ``args`` are ignored: their shapes and shardings are the program's
+signature.
+"""
+from __future__ import annotations
+
+import base64
+
+
+NOT_EXPORTED = "not exported"
+
+
+def exported(fn, *args) -> str:
+    """Base64 text of ``jax.export.export(jax.jit(fn))`` for the shapes and shardings of ``args``.
+
+    A function JAX cannot export (NumPy on traced values, a Python callback,
+    not a function at all) gives ``NOT_EXPORTED`` instead of an error, so the
+    test cell's other records are still made.
+    """
+    import jax
+
+    try:
+        if not isinstance(fn, jax.stages.Wrapped):
+            fn = jax.jit(fn)
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
+        return base64.b64encode(jax.export.export(fn)(*specs).serialize()).decode("ascii")
+    except Exception:  # noqa: BLE001 - the grader says what an exportable program is
+        return NOT_EXPORTED

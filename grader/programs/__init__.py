@@ -1,0 +1,63 @@
+"""Learners' JAX programs as evidence: exported in the kernel, run and inspected outside it.
+
+Values a kernel records can be made by any code the kernel runs; a program
+cannot be faked that way. Where the lesson is the program (the sharded
+training step, the shard_map programs), a hidden test records the program
+itself (``coursekit.programs.exported``: ``jax.export`` with its shardings),
+the rubric declares what it must look like (``Program``: the record key, the
+mesh size, its inputs' shapes and partition specs), and the grader
+
+* draws fresh inputs the kernel never saw (``launch``),
+* runs the program in a sandbox of its own, never in the kernel or the
+  grader's process (``runner``), refusing host callbacks and custom calls,
+* hands the rubric a ``ProgramRun``: the inputs, every output with its
+  sharding and shards, and the collectives in the program's StableHLO,
+  which the rubric judges against NumPy references.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument: its shape, how it is split over the mesh axis "data", and its dtype."""
+
+    shape: tuple[int, ...]
+    spec: tuple = ()  # PartitionSpec entries, e.g. ("data", None); () is replicated
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program a test cell records under ``key``, exported for a mesh of ``mesh`` devices."""
+
+    key: str
+    mesh: int
+    inputs: tuple[Input, ...]
+
+
+@dataclass
+class Output:
+    value: np.ndarray
+    sharding: str  # the PartitionSpec of the result, as text
+    replicated: bool
+    shard_shapes: list[tuple[int, ...]]
+    shards_consistent: bool  # every shard holds its slice of the value
+
+
+@dataclass
+class ProgramRun:
+    """What the program did on the grader's inputs, or why it was not run (``error``)."""
+
+    key: str
+    error: str | None = None
+    inputs: list[np.ndarray] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    in_shardings: list[str | None] = field(default_factory=list)
+    expected_in_shardings: list[str] = field(default_factory=list)
+    out_shardings: list[str | None] = field(default_factory=list)
+    collectives: dict[str, int] = field(default_factory=dict)
+    manual: bool = False  # a shard_map (manual) region

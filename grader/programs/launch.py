@@ -1,0 +1,211 @@
+"""Run the programs a notebook recorded, in a sandbox of their own, on inputs drawn here.
+
+The steps, in order: draw fresh inputs for every declared program (from a
+seed the kernel never saw), write the request into a new sandbox's home,
+run ``grader.programs.runner`` there confined like a kernel (as root: its own
+namespaces, private root, seccomp and a leased uid), then read its verdict
+as untrusted data: every field is checked and anything malformed becomes
+that program's error, never an exception in the grader.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import coursekit
+from coursekit.programs import NOT_EXPORTED
+
+from . import Input, Output, Program, ProgramRun
+
+RUN_TIMEOUT_S = 180.0
+MAX_VERDICT_BYTES = 64 << 20
+MAX_ELEMENTS = 1 << 20
+
+
+class ProgramsNotRun(RuntimeError):
+    """The sandbox for the programs could not be set up: the grader's side, not the learner's."""
+
+
+def fresh_inputs(program: Program, rng: np.random.Generator) -> list[np.ndarray]:
+    """Inputs for ``program`` that no kernel has seen: normal floats (booleans mostly true)."""
+    inputs = []
+    for spec in program.inputs:
+        if spec.dtype == "bool":
+            inputs.append(rng.random(spec.shape) < 0.7)
+        else:
+            inputs.append(rng.normal(size=spec.shape).astype(spec.dtype))
+    return inputs
+
+
+def _request(blobs: dict[str, str], programs: list[Program], inputs: dict[str, list[np.ndarray]],
+             num_devices: int) -> dict:
+    return {"num_devices": num_devices, "programs": [
+        {"key": p.key, "mesh": p.mesh, "program": blobs[p.key],
+         "inputs": [{"shape": list(a.shape), "dtype": a.dtype.name, "spec": list(s.spec),
+                     "data": a.astype(np.float64).ravel().tolist()} for a, s in zip(inputs[p.key], p.inputs)]}
+        for p in programs]}
+
+
+def _array(described) -> np.ndarray:
+    if not isinstance(described, dict):
+        raise ValueError("malformed output")
+    shape, data, dtype = described.get("shape"), described.get("data"), described.get("dtype")
+    if (not isinstance(shape, list) or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+            or len(shape) > 8 or not isinstance(data, list) or type(dtype) is not str):
+        raise ValueError("malformed output")
+    if int(np.prod(shape)) != len(data) or not all(v is None or type(v) in (int, float, bool) for v in data):
+        raise ValueError("malformed output")
+    return np.array([np.nan if v is None else v for v in data], dtype=np.float64).reshape(shape)
+
+
+def _output(described) -> Output:
+    shards = described.get("shards") if isinstance(described, dict) else None
+    if not isinstance(shards, list) or len(shards) > 4096 or not all(isinstance(s, dict) for s in shards):
+        raise ValueError("malformed output")
+    shapes = []
+    for shard in shards:
+        shape = shard.get("shape")
+        if not isinstance(shape, list) or not all(type(n) is int for n in shape):
+            raise ValueError("malformed output")
+        shapes.append(tuple(shape))
+    sharding = described.get("sharding")
+    return Output(_array(described), sharding[:200] if isinstance(sharding, str) else "?",
+                  described.get("replicated") is True, shapes,
+                  all(shard.get("equal_to_slice") is True for shard in shards))
+
+
+def _strings(values) -> list[str | None]:
+    if not isinstance(values, list):
+        raise ValueError("malformed shardings")
+    return [v[:500] if isinstance(v, str) else None for v in values]
+
+
+def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> ProgramRun:
+    """One program's ``ProgramRun`` from the runner's report (untrusted: checked field by field)."""
+    run = ProgramRun(program.key, inputs=inputs)
+    try:
+        if not isinstance(verdict, dict) or verdict.get("key") != program.key:
+            raise ValueError("malformed report")
+        collectives = verdict.get("collectives", {})
+        if isinstance(collectives, dict):
+            run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int}
+        run.manual = verdict.get("manual") is True
+        if verdict.get("error") is not None:
+            run.error = str(verdict["error"])[:500]
+            return run
+        run.in_shardings = _strings(verdict.get("in_shardings"))
+        run.expected_in_shardings = [s or "" for s in _strings(verdict.get("expected_in_shardings"))]
+        run.out_shardings = _strings(verdict.get("out_shardings"))
+        outputs = verdict.get("outputs")
+        if not isinstance(outputs, list) or len(outputs) > 64:
+            raise ValueError("malformed outputs")
+        run.outputs = [_output(o) for o in outputs]
+    except (ValueError, TypeError, OverflowError):
+        run.error = "the program runner's report could not be read"
+        run.outputs = []
+    return run
+
+
+@contextlib.contextmanager
+def _sandbox(settings):
+    """A confinement for the runner: like a kernel's, plus the grader's own package (read-only)."""
+    from grader.pipeline import leased_uid
+    from grader.sandbox import Confinement
+
+    with contextlib.ExitStack() as stack:
+        scratch = Path(tempfile.mkdtemp(prefix="programs-", dir=settings.scratch_root))
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        conf = Confinement(scratch=scratch, limits=settings.limits)
+        if settings.confine:
+            conf.uid = stack.enter_context(leased_uid())
+            conf.private_root = True
+            conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent,
+                         Path(__file__).resolve().parents[1]]
+        yield conf
+
+
+def _run_confined(conf, request: dict) -> dict | None:
+    """The runner's report, or None when it produced none (timed out, crashed, killed)."""
+    from grader.kernel_run import kill_uid
+    from grader.sandbox import read_failure, rootfs, sandbox_arguments
+
+    as_root = conf.private_root and os.geteuid() == 0
+    conf.scratch.mkdir(parents=True, exist_ok=True)
+    if as_root:
+        rootfs.mount_home(conf.home, conf.limits.home_mb)
+    try:
+        conf.home.mkdir(parents=True, exist_ok=True)
+        (conf.home / "request.json").write_text(json.dumps(request))
+        command = [sys.executable, "-m", "grader.sandbox", *sandbox_arguments(conf), "--",
+                   sys.executable, "-m", "grader.programs.runner"]
+        process = subprocess.Popen(command, cwd=str(conf.scratch), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            process.wait(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None
+        finally:
+            if conf.uid is not None:
+                kill_uid(conf.uid)
+        failure = read_failure(conf)
+        if failure:
+            raise ProgramsNotRun(failure)
+        path = conf.home / "verdict.json"
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_VERDICT_BYTES:
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            return {}
+    finally:
+        if as_root:
+            rootfs.release_home(conf.home)
+
+
+def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings) -> dict[str, ProgramRun]:
+    """``ProgramRun`` per declared program; programs the kernel did not record get an error run."""
+    rng = np.random.default_rng(secrets.randbits(128))
+    runs: dict[str, ProgramRun] = {}
+    present = []
+    for program in programs:
+        if blobs.get(program.key) == NOT_EXPORTED:  # the kernel's own words are never shown: they are the learner's
+            runs[program.key] = ProgramRun(program.key, error="JAX could not export it (jax.export): it must be a "
+                                                                "function of JAX operations only, with no NumPy on "
+                                                                "traced values and no Python callbacks")
+        elif not isinstance(blobs.get(program.key), str):
+            runs[program.key] = ProgramRun(program.key, error="no program was recorded (the test stopped before "
+                                                                "exporting it, or it could not be exported)")
+        else:
+            present.append(program)
+    if not present:
+        return runs
+    inputs = {p.key: fresh_inputs(p, rng) for p in present}
+    with _sandbox(settings) as conf:
+        report = _run_confined(conf, _request(blobs, present, inputs, num_devices))
+    verdicts = report.get("verdicts") if isinstance(report, dict) else None
+    if report is None:
+        reason = f"the programs did not finish within {RUN_TIMEOUT_S:.0f} s or crashed the runner"
+    elif not isinstance(verdicts, list) or len(verdicts) != len(present):
+        reason, verdicts = "the program runner's report could not be read", None
+    for index, program in enumerate(present):
+        if verdicts is None:
+            runs[program.key] = ProgramRun(program.key, error=reason, inputs=inputs[program.key])
+        else:
+            runs[program.key] = parse_verdict(verdicts[index], program, inputs[program.key])
+    return runs
+
+
+__all__ = ["Input", "Program", "ProgramRun", "ProgramsNotRun", "run_programs", "fresh_inputs", "parse_verdict"]

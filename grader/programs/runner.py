@@ -1,0 +1,141 @@
+"""``python -m grader.programs.runner``: run exported learner programs, confined, and report what they did.
+
+Runs in a sandbox of its own (``grader.sandbox``: no network, private root,
+seccomp, a leased uid), never in the learner's kernel and never in the
+grader's process: the programs are untrusted bytes that the C++ parsers of
+JAX and XLA read. It reads ``request.json`` from its working folder and
+writes ``verdict.json`` there. For each program it:
+
+1. decodes and deserializes it (``jax.export.deserialize``), with a size cap;
+2. refuses to run it if it calls anything outside the compiler
+   (``custom_call`` targets other than the sharding annotations, effects such
+   as host callbacks, disabled safety checks) or was exported for another
+   device count or platform;
+3. reports its input and output shardings next to the ones the course
+   expects, and the collectives its StableHLO contains;
+4. places the grader's fresh inputs with the expected shardings on a mesh of
+   its device count, calls it, and reports every output with its shards.
+
+The verdict is plain data: the grader judges it against NumPy references.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from pathlib import Path
+
+MAX_PROGRAM_BYTES = 4 << 20
+ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
+                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute",
+               "collective_broadcast")
+_CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
+
+
+def _array(value) -> dict:
+    import numpy as np
+
+    host = np.asarray(value)
+    return {"dtype": host.dtype.name, "shape": list(host.shape),
+            "data": [None if not np.isfinite(v) else v for v in host.astype(np.float64).ravel().tolist()]}
+
+
+def _output(value) -> dict:
+    import numpy as np
+
+    described = _array(value)
+    shards = getattr(value, "addressable_shards", [])
+    described["shards"] = [{"device": int(s.device.id), "shape": list(s.data.shape),
+                            "equal_to_slice": bool(np.array_equal(np.asarray(s.data), np.asarray(value)[s.index],
+                                                                  equal_nan=True))}
+                           for s in shards]
+    spec = getattr(value.sharding, "spec", None)
+    described["sharding"] = str(tuple(spec)) if spec is not None else type(value.sharding).__name__
+    described["replicated"] = bool(value.sharding.is_fully_replicated)
+    return described
+
+
+def _inspect(exported, text: str, mesh_size: int) -> str | None:
+    """Why this program must not run, or None."""
+    if exported.nr_devices != mesh_size:
+        return f"it was exported for {exported.nr_devices} device(s), not for a mesh of {mesh_size}"
+    if "cpu" not in exported.platforms:
+        return f"it was exported for {', '.join(exported.platforms)}, not for the CPU"
+    if exported.ordered_effects or exported.unordered_effects:
+        return "it has side effects (a host callback, print or I/O): the program must be pure JAX"
+    if exported.disabled_safety_checks:
+        return "it was exported with JAX's safety checks disabled"
+    targets = {a or b for a, b in _CUSTOM_CALL.findall(text)} - ALLOWED_CUSTOM_CALLS
+    if targets:
+        return f"it calls code outside the compiler ({', '.join(sorted(targets))[:200]}): the program must be pure JAX"
+    return None
+
+
+def run_one(program: dict) -> dict:
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    verdict: dict = {"key": program["key"]}
+    try:
+        blob = base64.b64decode(program["program"], validate=True)
+    except (ValueError, TypeError):
+        return {**verdict, "error": "the recorded program is not base64 text"}
+    if len(blob) > MAX_PROGRAM_BYTES:
+        return {**verdict, "error": f"the program is larger than {MAX_PROGRAM_BYTES >> 20} MiB"}
+    try:
+        exported = jax.export.deserialize(bytearray(blob))
+        text = exported.mlir_module()
+    except Exception as error:  # noqa: BLE001 - anything malformed is the program's fault
+        return {**verdict, "error": f"the program could not be read ({type(error).__name__})"}
+    size = int(program["mesh"])
+    verdict["collectives"] = {name: len(re.findall(rf"stablehlo\.{name}\b|\"stablehlo\.{name}\"", text))
+                              for name in COLLECTIVES}
+    verdict["manual"] = "sdy.manual_computation" in text or "SPMDFullToShardShape" in text
+    refused = _inspect(exported, text, size)
+    if refused:
+        return {**verdict, "error": refused}
+    mesh = Mesh(np.array(jax.devices()[:size]), ("data",))
+    inputs = program["inputs"]
+    if len(inputs) != len(exported.in_avals):
+        return {**verdict, "error": f"it takes {len(exported.in_avals)} argument(s), not {len(inputs)}"}
+    args, expected_in = [], []
+    for spec, aval in zip(inputs, exported.in_avals):
+        host = np.asarray(spec["data"], dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"])
+        if tuple(aval.shape) != host.shape or aval.dtype != host.dtype:
+            return {**verdict, "error": f"it takes {aval.dtype.name}{list(aval.shape)} where the course passes "
+                                        f"{host.dtype.name}{list(host.shape)}"}
+        sharding = NamedSharding(mesh, PartitionSpec(*spec["spec"]))
+        expected_in.append(str(sharding._to_xla_hlo_sharding(host.ndim)))
+        args.append(jax.device_put(host, sharding))
+    verdict["in_shardings"] = [None if s is None else str(s) for s in exported.in_shardings_hlo]
+    verdict["expected_in_shardings"] = expected_in
+    verdict["out_shardings"] = [None if s is None else str(s) for s in exported.out_shardings_hlo]
+    try:
+        outputs = exported.call(*args)
+        outputs = jax.tree_util.tree_leaves(outputs)
+        verdict["outputs"] = [_output(value) for value in outputs]
+    except Exception as error:  # noqa: BLE001
+        return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__}: {str(error)[:200]})"}
+    return verdict
+
+
+def main(folder: Path) -> None:
+    request = json.loads((folder / "request.json").read_text())
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", int(request["num_devices"]))
+    verdicts = []
+    for program in request["programs"]:
+        try:
+            verdicts.append(run_one(program))
+        except Exception as error:  # noqa: BLE001 - one bad program never hides the others
+            verdicts.append({"key": program.get("key"), "error": f"the program could not be run ({type(error).__name__})"})
+    (folder / "verdict.json").write_text(json.dumps({"verdicts": verdicts}))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd())
