@@ -24,7 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from . import messages
+from . import cells, hooks, messages
 from .sandbox import Confinement, launch_command, read_failure, rootfs
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
@@ -238,11 +238,23 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
     return run
 
 
+async def _silently(client, code: str) -> None:
+    """Run grader code in the kernel without history, hooks or outputs (``grader.hooks``)."""
+    try:
+        await client.kc.execute_interactive(code, silent=True, store_history=False, timeout=30,
+                                            output_hook=lambda msg: None)
+    except (TimeoutError, RuntimeError):
+        pass  # a kernel too busy or dead for this fails its next cell anyway
+
+
 async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits) -> None:
     async with client.async_setup_kernel():
+        await _silently(client, hooks.SNAPSHOT)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index < start_cell:
                 continue
+            if cells.is_autograded_test(cell):  # no learner hook runs inside a test cell
+                await _silently(client, hooks.RESTORE)
             budget = min(limits.cell_timeout_s, deadline - time.monotonic())
             task = asyncio.ensure_future(client.async_execute_cell(cell, index))
             outcome = await _watch(task, client, km, budget)

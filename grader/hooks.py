@@ -1,0 +1,62 @@
+"""Before each test cell, put the kernel's execution hooks back as they were before any learner code ran.
+
+A learner cell can register IPython hooks (``pre_run_cell``, ``post_run_cell``,
+...), AST or input transformers, or rebind the recorder, so that code of
+theirs runs inside a test cell's execution and publishes records there (a
+quiz answer that was never set, values for a test that crashed). The grader
+sends ``SNAPSHOT`` silently before the first cell and ``RESTORE`` silently
+before every test cell: both run with ``silent=True`` and
+``store_history=False``, so no hook fires for them and they appear in no
+history; ``RESTORE`` puts back the hook lists, transformers, display
+functions and the recorder exactly as ``SNAPSHOT`` saw them. Nothing is
+added to the learner's namespace (the saved state hangs on the shell object).
+
+This closes IPython's documented extension points, not every way Python code
+can change its own process: a kernel is the learner's. Where the lesson is a
+program, the evidence is the program itself, run outside the kernel
+(``grader.programs``).
+"""
+from __future__ import annotations
+
+SNAPSHOT = r'''
+def _snapshot():
+    import sys
+    import IPython.core.display_functions as functions
+    import IPython.display as display
+    import coursekit.record as recorder
+    shell = get_ipython()
+    saved = {
+        "events": {name: list(hooks) for name, hooks in shell.events.callbacks.items()},
+        "ast": list(shell.ast_transformers),
+        "input_post": list(shell.input_transformers_post),
+        "cleanup": list(shell.input_transformer_manager.cleanup_transforms),
+        "line": list(shell.input_transformer_manager.line_transforms),
+        "token": list(shell.input_transformer_manager.token_transformers),
+        "display": (display.display, functions.display, functions.publish_display_data),
+        "publish": (shell.display_pub, type(shell.display_pub).publish, sys.displayhook, shell.displayhook),
+        "recorder": dict(vars(recorder)),
+    }
+
+    def restore():
+        for name, hooks in saved["events"].items():
+            shell.events.callbacks[name] = list(hooks)
+        shell.ast_transformers[:] = saved["ast"]
+        shell.input_transformers_post[:] = saved["input_post"]
+        shell.input_transformer_manager.cleanup_transforms[:] = saved["cleanup"]
+        shell.input_transformer_manager.line_transforms[:] = saved["line"]
+        shell.input_transformer_manager.token_transformers[:] = saved["token"]
+        display.display, functions.display, functions.publish_display_data = saved["display"]
+        shell.display_pub, publish, sys.displayhook, shell.displayhook = saved["publish"]
+        type(shell.display_pub).publish = publish
+        vars(shell.display_pub).pop("publish", None)
+        vars(recorder).update(saved["recorder"])
+        shell.user_ns["record"] = recorder.record
+
+    return restore
+
+
+get_ipython()._hooks_snapshot = _snapshot()
+del _snapshot
+'''
+
+RESTORE = "__import__('IPython').get_ipython()._hooks_snapshot()"
