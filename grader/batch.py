@@ -230,7 +230,7 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
                 phase = "running the notebook"
                 execution = await _execute(prepared, current, settings, zygote)
                 phase = "running the recorded programs"
-                programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings)
+                programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings, zygote)
                 phase = "judging and recording the result"
                 report(finish(prepared, execution, course, settings, programs))
             except InfrastructureError as failure:

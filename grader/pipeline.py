@@ -254,8 +254,8 @@ async def confinement(settings: Settings):
         yield conf
 
 
-def program_runs(prepared: Prepared, execution: Execution | None, course: Course,
-                 settings: Settings) -> dict[str, dict[str, ProgramRun]]:
+def program_runs(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,
+                 zygote=None) -> dict[str, dict[str, ProgramRun]]:
     """grade_id -> record key -> run: every program the rubric declares, run outside the kernel in one sandbox."""
     if execution is None:
         return {}
@@ -272,7 +272,7 @@ def program_runs(prepared: Prepared, execution: Execution | None, course: Course
             if recorded is not None and recorded.kind == "scalar" and isinstance(recorded.value, str):
                 blobs[key] = recorded.value
     runs: dict[str, dict[str, ProgramRun]] = {}
-    for key, run in run_programs(blobs, declared, settings.num_devices, settings).items():
+    for key, run in run_programs(blobs, declared, settings.num_devices, settings, zygote).items():
         gid, own = key.split("/", 1)
         run.key = own
         runs.setdefault(gid, {})[own] = run
@@ -283,6 +283,8 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
                 programs: dict[str, dict[str, ProgramRun]] | None = None) -> list[TestResult]:
     rubric = load_rubric(course.rubric(assignment))
     executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
+    # A test may judge a program another test cell recorded (the placement test reads the step's shardings).
+    notebook_programs = {key: run for runs in (programs or {}).values() for key, run in runs.items()}
     results = []
     for cell in source.cells:
         if not cells.is_autograded_test(cell):
@@ -295,7 +297,7 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             continue
         records, broken = records_of_cell(ran)
         passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
-                                                     programs=(programs or {}).get(gid)))
+                                                     programs=notebook_programs))
         if not passed:
             error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
             check = visible_check(str(cell.source), error) if error is not None else None

@@ -26,7 +26,11 @@ import uuid
 
 from jupyter_client.provisioning import LocalProvisioner
 
-PRELOAD = ("numpy", "jax", "jax.numpy", "IPython", "ipykernel.kernelapp", "matplotlib", "matplotlib_inline.backend_inline")
+PRELOAD = ("numpy", "jax", "jax.numpy", "IPython", "ipykernel.kernelapp", "matplotlib", "matplotlib_inline.backend_inline",
+           # for grader.programs.runner: serialization, and what calling an exported program imports
+           "jax.export", "jax._src.export.serialization", "jax.experimental.multihost_utils", "jaxlib.mlir.dialects.mhlo",
+           "scipy.linalg.cython_blas", "scipy.linalg.cython_lapack")
+RUNNER = ["-m", "grader.programs.runner"]
 
 
 # -- the server (runs as ``python -m grader.zygote``) -------------------------
@@ -50,6 +54,13 @@ def _child(argv: list[str]) -> None:
     _, command, env = confine(argv)
     os.environ.clear()
     os.environ.update(env)
+    if command[1:] == RUNNER:  # not a kernel: the grader's program runner, confined the same way
+        from pathlib import Path
+
+        from grader.programs.runner import main
+
+        main(Path.cwd())
+        return
     become(command, importlib.util.find_spec("ipykernel_launcher").origin)
     for name in [n for n in sys.modules if n == "grader" or n.startswith("grader.")]:
         del sys.modules[name]

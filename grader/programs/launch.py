@@ -134,7 +134,7 @@ def _sandbox(settings):
         yield conf
 
 
-def _run_confined(conf, request: dict) -> dict | None:
+def _run_confined(conf, request: dict, zygote=None) -> dict | None:
     """The runner's report, or None when it produced none (timed out, crashed, killed)."""
     from grader.kernel_run import kill_uid
     from grader.sandbox import read_failure, rootfs, sandbox_arguments
@@ -146,16 +146,22 @@ def _run_confined(conf, request: dict) -> dict | None:
     try:
         conf.home.mkdir(parents=True, exist_ok=True)
         (conf.home / "request.json").write_text(json.dumps(request))
-        command = [sys.executable, "-m", "grader.sandbox", *sandbox_arguments(conf), "--",
-                   sys.executable, "-m", "grader.programs.runner"]
-        process = subprocess.Popen(command, cwd=str(conf.scratch), stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runner = [sys.executable, "-m", "grader.programs.runner"]
+        if zygote is not None:  # forked from the kernels' fork server: JAX is imported already
+            from grader.zygote import ForkedProcess
+
+            process = ForkedProcess(zygote.spawn([*sandbox_arguments(conf), "--", *runner]))
+        else:
+            process = subprocess.Popen([sys.executable, "-m", "grader.sandbox", *sandbox_arguments(conf), "--",
+                                        *runner], cwd=str(conf.scratch), stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             process.wait(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            process.kill()
+            process.wait(timeout=30)
             return None
         finally:
             if conf.uid is not None:
@@ -175,8 +181,12 @@ def _run_confined(conf, request: dict) -> dict | None:
             rootfs.release_home(conf.home)
 
 
-def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings) -> dict[str, ProgramRun]:
-    """``ProgramRun`` per declared program; programs the kernel did not record get an error run."""
+def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings,
+                 zygote=None) -> dict[str, ProgramRun]:
+    """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
+
+    ``zygote``: the kernels' fork server (``grader.zygote``), to fork the runner from instead of starting it.
+    """
     rng = np.random.default_rng(secrets.randbits(128))
     runs: dict[str, ProgramRun] = {}
     present = []
@@ -194,7 +204,7 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
         return runs
     inputs = {p.key: fresh_inputs(p, rng) for p in present}
     with _sandbox(settings) as conf:
-        report = _run_confined(conf, _request(blobs, present, inputs, num_devices))
+        report = _run_confined(conf, _request(blobs, present, inputs, num_devices), zygote)
     verdicts = report.get("verdicts") if isinstance(report, dict) else None
     if report is None:
         reason = f"the programs did not finish within {RUN_TIMEOUT_S:.0f} s or crashed the runner"
