@@ -55,7 +55,10 @@ from .certs import Deployment
 from .gradebook import Gradebook
 from .kernel_run import Execution, SandboxError, run_in
 from .layout import Course
-from .pipeline import Settings, confinement, finish, grader_error, prepare
+from .pipeline import (Settings, by_test, confinement, declared_programs, finish, grader_error, prepare,
+                       recorded_programs)
+from .programs import ProgramRun, program_from_json, program_to_json, run_to_json
+from .programs.launch import run_from_json, run_programs
 from .results import NotebookResult
 from .sandbox import Limits
 
@@ -223,12 +226,14 @@ def _exposed_worker_key() -> str | None:
         return None
 
 
-def execute_notebook(notebook_json: str, limits: dict, confine: bool = True) -> dict:
+def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None) -> dict:
     """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
 
     This is the function a Dask worker runs: it starts a kernel for this notebook only (in a
-    fresh scratch folder, under the worker's confinement) and stops it afterwards. It writes
-    no result anywhere; the instructor's process judges what it returns.
+    fresh scratch folder, under the worker's confinement) and stops it afterwards; then it runs
+    the programs the notebook recorded (``programs``: ``{"num_devices": p, "declared": [...]}``,
+    see ``grader.programs``) in a sandbox of their own, on inputs drawn here. It writes no result
+    anywhere; the instructor's process judges what it returns.
     """
     if confine and os.geteuid() != 0:  # fail closed: an unsealed kernel could read this worker's key
         raise NothingRan(f"this worker runs as uid {os.geteuid()}, not root, so it cannot seal kernels (namespaces, "
@@ -261,7 +266,19 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True) -> 
             raise NothingRan(f"{type(error).__name__}: {error}") from None
         return {"error": "".join(traceback.format_exception_only(type(error), error)).strip(),
                 "traceback": traceback.format_exc()}
+    runs = {}
+    if programs:
+        try:
+            declared = [program_from_json(data) for data in programs["declared"]]
+            blobs = recorded_programs(execution.notebook, declared)
+            runs = {key: run_to_json(run) for key, run in
+                    run_programs(blobs, declared, int(programs["num_devices"]), settings).items()}
+        except Exception as error:  # the notebook ran: record the failure, never run it again
+            return {"error": "the programs could not be run: "
+                             + "".join(traceback.format_exception_only(type(error), error)).strip(),
+                    "traceback": traceback.format_exc()}
     return {
+        "programs": runs,
         "notebook": json.dumps(execution.notebook, ensure_ascii=False),
         "stopped": execution.stopped,
         "message": execution.message,
@@ -382,6 +399,16 @@ def execution_from(payload, sent: nbformat.NotebookNode, *, max_notebook_chars: 
                      events=events, seconds=float(seconds))
 
 
+def programs_from(payload, declared: list) -> dict:
+    """The program runs the worker sent back, checked like everything else it sends; a program the worker did
+    not report fails with that message (the programs are never run on the instructor's machine)."""
+    sent = payload.get("programs") if isinstance(payload, dict) else None
+    sent = sent if isinstance(sent, dict) else {}
+    runs = {program.key: run_from_json(sent[program.key], program) if program.key in sent else
+            ProgramRun(program.key, error="the worker did not report this program") for program in declared}
+    return by_test(runs)
+
+
 def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, scheduler, *,
                          security=None, insecure: bool = False, only: list[str] | None = None, force: bool = False,
                          max_result_bytes: int | None = None) -> list[NotebookResult]:
@@ -414,18 +441,22 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
                         continue
                     sent = json.dumps(prepared.notebook)
                     cap = max_result_bytes if max_result_bytes is not None else result_cap(sent, settings.limits)
-                    future = client.submit(execute_notebook, sent, limits, settings.confine,
+                    declared = declared_programs(course, job.assignment_id, settings.num_devices)
+                    programs = {"num_devices": settings.num_devices,
+                                "declared": [program_to_json(program) for program in declared]}
+                    future = client.submit(execute_notebook, sent, limits, settings.confine, programs,
                                            pure=False, retries=RETRIES)
-                    running[future] = prepared, prepare_s, cap
+                    running[future] = prepared, prepare_s, cap, declared
                 except Exception:
                     progress.step(grader_error(job, course, settings, prepared))
             for future in as_completed(running):
-                prepared, prepare_s, cap = running.pop(future)
+                prepared, prepare_s, cap, declared = running.pop(future)
                 try:
-                    execution = execution_from(future.result(), prepared.notebook, max_notebook_chars=cap)
+                    payload = future.result()
+                    execution = execution_from(payload, prepared.notebook, max_notebook_chars=cap)
                     # Time as the local path counts it: prepare, execute, finish (not the wait in the queue).
                     prepared.started = time.monotonic() - execution.seconds - prepare_s
-                    result = finish(prepared, execution, course, settings)
+                    result = finish(prepared, execution, course, settings, programs_from(payload, declared))
                 except Exception:
                     result = grader_error(prepared.job, course, settings, prepared)
                 finally:

@@ -33,7 +33,7 @@ from .feedback import render
 from .gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
 from .judge import Evidence, load_rubric, visible_check
 from .kernel_run import Execution
-from .programs import ProgramRun
+from .programs import Program, ProgramRun
 from .programs.launch import run_programs
 from .layout import Course
 from .records import records_of_cell
@@ -254,29 +254,45 @@ async def confinement(settings: Settings):
         yield conf
 
 
+def declared_programs(course: Course, assignment: str, num_devices: int) -> list[Program]:
+    """Every program the rubric declares, keyed ``grade_id/record key``."""
+    rubric = load_rubric(course.rubric(assignment))
+    return [replace(program, key=f"{gid}/{program.key}")
+            for gid, declare in rubric.program_specs.items() for program in declare(num_devices)]
+
+
+def recorded_programs(notebook, declared: list[Program]) -> dict[str, str]:
+    """The serialized programs the executed test cells recorded, by declared key."""
+    executed = {cells.grade_id(c): c for c in notebook.cells if cells.grade_id(c)}
+    found: dict[str, dict] = {}
+    blobs = {}
+    for program in declared:
+        gid, key = program.key.split("/", 1)
+        if gid not in found:
+            found[gid] = records_of_cell(executed[gid])[0] if gid in executed else {}
+        recorded = found[gid].get(key)
+        if recorded is not None and recorded.kind == "scalar" and isinstance(recorded.value, str):
+            blobs[program.key] = recorded.value
+    return blobs
+
+
+def by_test(runs: dict[str, ProgramRun]) -> dict[str, dict[str, ProgramRun]]:
+    """grade_id -> record key -> run."""
+    grouped: dict[str, dict[str, ProgramRun]] = {}
+    for key, run in runs.items():
+        gid, own = key.split("/", 1)
+        grouped.setdefault(gid, {})[own] = replace(run, key=own)
+    return grouped
+
+
 def program_runs(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,
                  zygote=None) -> dict[str, dict[str, ProgramRun]]:
     """grade_id -> record key -> run: every program the rubric declares, run outside the kernel in one sandbox."""
     if execution is None:
         return {}
-    rubric = load_rubric(course.rubric(prepared.job.assignment_id))
-    executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
-    blobs, declared = {}, []
-    for gid, declare in rubric.program_specs.items():
-        cell = executed.get(gid)
-        records = records_of_cell(cell)[0] if cell is not None else {}
-        for program in declare(settings.num_devices):
-            key = f"{gid}/{program.key}"
-            declared.append(replace(program, key=key))
-            recorded = records.get(program.key)
-            if recorded is not None and recorded.kind == "scalar" and isinstance(recorded.value, str):
-                blobs[key] = recorded.value
-    runs: dict[str, dict[str, ProgramRun]] = {}
-    for key, run in run_programs(blobs, declared, settings.num_devices, settings, zygote).items():
-        gid, own = key.split("/", 1)
-        run.key = own
-        runs.setdefault(gid, {})[own] = run
-    return runs
+    declared = declared_programs(course, prepared.job.assignment_id, settings.num_devices)
+    blobs = recorded_programs(execution.notebook, declared)
+    return by_test(run_programs(blobs, declared, settings.num_devices, settings, zygote))
 
 
 def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int,

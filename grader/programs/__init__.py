@@ -16,7 +16,7 @@ mesh size, its inputs' shapes and partition specs), and the grader
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -61,3 +61,28 @@ class ProgramRun:
     out_shardings: list[str | None] = field(default_factory=list)
     collectives: dict[str, int] = field(default_factory=dict)
     manual: bool = False  # a shard_map (manual) region
+
+
+# -- as plain data (a Dask worker runs the programs and sends the runs back) -----
+def program_to_json(program: Program) -> dict:
+    return {"key": program.key, "mesh": program.mesh,
+            "inputs": [{"shape": list(i.shape), "spec": list(i.spec), "dtype": i.dtype} for i in program.inputs]}
+
+
+def program_from_json(data: dict) -> Program:
+    return Program(str(data["key"]), int(data["mesh"]),
+                   tuple(Input(tuple(int(n) for n in i["shape"]), tuple(i["spec"]), str(i["dtype"]))
+                         for i in data["inputs"]))
+
+
+def run_to_json(run: ProgramRun) -> dict:
+    def array(value: np.ndarray) -> dict:
+        return {"shape": list(value.shape), "dtype": value.dtype.name,
+                "data": [None if not np.isfinite(v) else v for v in value.astype(np.float64).ravel().tolist()]}
+
+    data = asdict(run)
+    data["inputs"] = [array(value) for value in run.inputs]
+    data["outputs"] = [{"value": array(o.value), "sharding": o.sharding, "replicated": o.replicated,
+                        "shard_shapes": [list(s) for s in o.shard_shapes], "shards_consistent": o.shards_consistent}
+                       for o in run.outputs]
+    return data

@@ -116,6 +116,47 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
     return run
 
 
+def run_from_json(data, program: Program) -> ProgramRun:
+    """A run a Dask worker sent back (``grader.programs.run_to_json``), checked field by field like a verdict."""
+    run = ProgramRun(program.key)
+    try:
+        if not isinstance(data, dict) or data.get("key") != program.key:
+            raise ValueError("malformed run")
+        inputs = data.get("inputs")
+        if not isinstance(inputs, list) or len(inputs) != len(program.inputs):
+            raise ValueError("malformed inputs")
+        run.inputs = [_array(value).astype(spec.dtype) for value, spec in zip(inputs, program.inputs)]
+        if any(value.shape != tuple(spec.shape) for value, spec in zip(run.inputs, program.inputs)):
+            raise ValueError("inputs of the wrong shape")
+        if data.get("error") is not None:
+            run.error = str(data["error"])[:500]
+            return run
+        outputs = data.get("outputs")
+        if not isinstance(outputs, list) or len(outputs) > 64:
+            raise ValueError("malformed outputs")
+        for output in outputs:
+            if not isinstance(output, dict) or not isinstance(output.get("shard_shapes"), list):
+                raise ValueError("malformed output")
+            shapes = [tuple(shape) for shape in output["shard_shapes"]
+                      if isinstance(shape, list) and all(type(n) is int for n in shape)]
+            if len(shapes) != len(output["shard_shapes"]) or len(shapes) > 4096:
+                raise ValueError("malformed output")
+            sharding = output.get("sharding")
+            run.outputs.append(Output(_array(output.get("value")), sharding[:200] if isinstance(sharding, str) else "?",
+                                      output.get("replicated") is True, shapes,
+                                      output.get("shards_consistent") is True))
+        run.in_shardings = _strings(data.get("in_shardings"))
+        run.expected_in_shardings = [s or "" for s in _strings(data.get("expected_in_shardings"))]
+        run.out_shardings = _strings(data.get("out_shardings"))
+        collectives = data.get("collectives")
+        run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int} \
+            if isinstance(collectives, dict) else {}
+        run.manual = data.get("manual") is True
+    except (ValueError, TypeError, OverflowError):
+        return ProgramRun(program.key, error="the worker's report of this program could not be read")
+    return run
+
+
 @contextlib.contextmanager
 def _sandbox(settings):
     """A confinement for the runner: like a kernel's, plus the grader's own package (read-only)."""
@@ -134,8 +175,11 @@ def _sandbox(settings):
         yield conf
 
 
-def _run_confined(conf, request: dict, zygote=None) -> dict | None:
-    """The runner's report, or None when it produced none (timed out, crashed, killed)."""
+def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = None) -> dict | None:
+    """The runner's report, or None when it produced none (timed out, crashed, killed).
+
+    ``runner``: the command to confine instead of ``grader.programs.runner`` (tests; not with a zygote).
+    """
     from grader.kernel_run import kill_uid
     from grader.sandbox import read_failure, rootfs, sandbox_arguments
 
@@ -146,7 +190,7 @@ def _run_confined(conf, request: dict, zygote=None) -> dict | None:
     try:
         conf.home.mkdir(parents=True, exist_ok=True)
         (conf.home / "request.json").write_text(json.dumps(request))
-        runner = [sys.executable, "-m", "grader.programs.runner"]
+        runner = runner or [sys.executable, "-m", "grader.programs.runner"]
         if zygote is not None:  # forked from the kernels' fork server: JAX is imported already
             from grader.zygote import ForkedProcess
 

@@ -1,0 +1,177 @@
+"""Learners' programs as evidence (``grader.programs``): exported in a kernel, run outside it.
+
+JAX runs in subprocesses here (each with its own device count), as in the
+grader: the test process itself never starts a JAX backend.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.pipeline import Settings
+from grader.programs import Input, Program
+from grader.programs import runner
+from grader.programs.launch import _run_confined, _sandbox, parse_verdict, run_programs
+from grader.sandbox import Limits
+
+ROOT = os.geteuid() == 0
+STEP = (Input((2,)), Input((12, 2), ("data", None)), Input((12,), ("data",)))
+
+# Builds programs the way a kernel does (coursekit.programs.exported), in a process with 4 CPU devices.
+EXPORTER = """
+import base64, json, sys
+import jax, numpy as np
+jax.config.update("jax_platforms", "cpu"); jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from coursekit.programs import exported
+
+def placed(size, rows=12):
+    mesh = Mesh(np.array(jax.devices()[:size]), ("data",))
+    return (mesh, jax.device_put(np.zeros(2, np.float32), NamedSharding(mesh, P())),
+            jax.device_put(np.zeros((rows, 2), np.float32), NamedSharding(mesh, P("data", None))),
+            jax.device_put(np.zeros(rows, np.float32), NamedSharding(mesh, P("data"))))
+
+def step(w, x, y):
+    value, gradient = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+    return w - 0.1 * gradient, value, gradient
+
+blobs = {}
+"""
+
+
+def export(code: str) -> dict[str, str]:
+    """Run ``code`` after EXPORTER; it fills ``blobs`` with programs, returned here."""
+    script = EXPORTER + textwrap.dedent(code) + "\nprint(json.dumps(blobs))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def blobs() -> dict[str, str]:
+    return export("""
+        mesh, w, x, y = placed(4)
+        rep = NamedSharding(mesh, P())
+        blobs["step"] = exported(jax.jit(step, out_shardings=(rep, rep, rep)), w, x, y)
+        def make_on_host():  # a step that wraps its jitted program to hand back NumPy arrays
+            compiled = jax.jit(step, out_shardings=(rep, rep, rep))
+            return lambda *a: tuple(np.asarray(v) for v in compiled(*a))
+        blobs["wrapped"] = exported(make_on_host(), w, x, y)
+        blobs["host"] = exported(lambda w, x, y: np.asarray(x) @ np.asarray(w), w, x, y)
+        evil = jax.jit(lambda v: jax.ffi.ffi_call("evil_target", jax.ShapeDtypeStruct((12,), np.float32))(v))
+        blobs["custom_call"] = base64.b64encode(jax.export.export(evil, disabled_checks=[
+            jax.export.DisabledSafetyCheck.custom_call("evil_target")])(
+            jax.ShapeDtypeStruct((12,), np.float32)).serialize()).decode()
+    """)
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    return Settings(out=tmp_path / "out", limits=Limits())
+
+
+def test_a_step_runs_on_the_graders_own_inputs(blobs, tmp_path):
+    runs = run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings_for(tmp_path))
+    run = runs["step"]
+    assert run.error is None
+    w, x, y = (a.astype(np.float64) for a in run.inputs)
+    assert np.any(x != 0), "the grader draws its own inputs; the kernel's zeros were only the signature"
+    np.testing.assert_allclose(run.outputs[2].value, 2 * x.T @ (x @ w - y) / len(y), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run.outputs[1].value, np.mean((x @ w - y) ** 2), rtol=1e-4)
+    assert run.in_shardings == run.expected_in_shardings
+    assert all(o.replicated and len(o.shard_shapes) == 4 and o.shards_consistent for o in run.outputs)
+
+
+def test_a_wrapper_is_judged_by_the_program_it_wraps_and_host_code_is_not_a_program(blobs, tmp_path):
+    from coursekit.programs import NOT_EXPORTED
+
+    assert blobs["host"] == NOT_EXPORTED
+    runs = run_programs({"wrapped": blobs["wrapped"], "host": blobs["host"]},
+                        [Program("wrapped", 4, STEP), Program("host", 4, STEP)], 4, settings_for(tmp_path))
+    assert runs["wrapped"].error is None and len(runs["wrapped"].outputs) == 3
+    assert "could not export" in runs["host"].error
+
+
+def test_a_program_for_another_mesh_size_is_not_run(blobs, tmp_path):
+    three = (Input((2,)), Input((12, 2), ("data", None)), Input((12,), ("data",)))
+    run = run_programs({"step": blobs["step"]}, [Program("step", 3, three)], 4, settings_for(tmp_path))["step"]
+    assert "built for 4 device(s)" in run.error and not run.outputs
+
+
+def test_custom_calls_and_disabled_checks_are_refused(blobs, tmp_path):
+    run = run_programs({"evil": blobs["custom_call"]}, [Program("evil", 1, (Input((12,)),))], 4,
+                       settings_for(tmp_path))["evil"]
+    assert run.error and not run.outputs
+    # The custom-call scan on its own, for a program that does not declare its disabled checks.
+    text = 'module { %0 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) : (tensor<4xf32>) -> () }'
+    declared = SimpleNamespace(nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(),
+                               disabled_safety_checks=())
+    assert "outside the compiler" in runner._inspect(declared, text, 1)
+    assert runner._inspect(declared, 'module { %0 = stablehlo.custom_call @Sharding(%arg0) }', 1) is None
+
+
+@pytest.mark.parametrize("blob", ["not base64!", "QUJD", "A" * 64])
+def test_garbage_is_an_error_of_that_program_only(blob, blobs, tmp_path):
+    runs = run_programs({"bad": blob, "step": blobs["step"]}, [Program("bad", 4, STEP), Program("step", 4, STEP)],
+                        4, settings_for(tmp_path))
+    assert runs["bad"].error and runs["step"].error is None
+
+
+def test_a_program_the_kernel_did_not_record_fails_with_a_message(tmp_path):
+    run = run_programs({}, [Program("step", 4, STEP)], 4, settings_for(tmp_path))["step"]
+    assert "no program was recorded" in run.error
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                           lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                       max_size=5), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(verdict=st.one_of(json_values, st.fixed_dictionaries(
+    {"key": st.just("step"), "outputs": st.lists(st.dictionaries(
+        st.sampled_from(["shape", "data", "dtype", "shards", "sharding", "replicated"]), json_values), max_size=3),
+     "in_shardings": json_values, "expected_in_shardings": json_values, "out_shardings": json_values,
+     "collectives": json_values})))
+def test_the_runners_report_is_untrusted_data(verdict):
+    """Whatever the runner writes (it ran learner bytes), parsing gives a run or an error, never an exception."""
+    run = parse_verdict(verdict, Program("step", 4, STEP), [])
+    assert run.error is None or isinstance(run.error, str)
+    assert all(isinstance(o.value, np.ndarray) for o in run.outputs)
+
+
+@pytest.mark.skipif(not ROOT, reason="the runner's sandbox (namespaces, private root, uid) needs root")
+def test_the_runner_is_sealed_like_a_kernel(tmp_path):
+    """The process that reads the learner's bytes sees no host file, no network, and is not root."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    address = listener.getsockname()
+    probe = textwrap.dedent(f"""
+        import json, os, socket
+        def reach(host, port):
+            try:
+                socket.create_connection((host, port), timeout=2).close()
+                return True
+            except OSError:
+                return False
+        json.dump({{"uid": os.getuid(), "root": sorted(os.listdir("/")),
+                   "course": os.path.exists({str(Path(__file__).resolve().parents[1] / 'source')!r}),
+                   "grading": os.path.exists({str(tmp_path)!r}),
+                   "reached": reach(*{address!r})}}, open("verdict.json", "w"))
+    """)
+    with listener, _sandbox(settings_for(tmp_path)) as conf:
+        report = _run_confined(conf, {"programs": []}, runner=[sys.executable, "-c", probe])
+    assert report["uid"] != 0
+    assert report["course"] is False and report["grading"] is False  # no instructor file, no grading output
+    assert report["reached"] is False
