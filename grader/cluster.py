@@ -36,6 +36,7 @@ every ``grader_error``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import json
 import math
@@ -43,6 +44,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import asdict
@@ -53,7 +55,7 @@ import nbformat
 from .batch import outstanding
 from .certs import Deployment
 from .gradebook import Gradebook
-from .kernel_run import Execution, SandboxError, run_in
+from .kernel_run import Execution, SandboxError, run_in, start_kernel
 from .layout import Course
 from .pipeline import (Settings, by_test, confinement, declared_programs, finish, grader_error, prepare,
                        recorded_programs)
@@ -226,14 +228,36 @@ def _exposed_worker_key() -> str | None:
         return None
 
 
-def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None) -> dict:
+_ZYGOTE = None
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def worker_fork_server():
+    """This worker process's fork server (``grader.zygote``), started by its first task and kept for the next.
+
+    It dies with the worker (its stdin closes); one is shared by the worker's threads.
+    """
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE is None or _ZYGOTE._process.poll() is not None:
+            from .zygote import Zygote
+
+            _ZYGOTE = Zygote()
+            atexit.register(_ZYGOTE.close)
+        return _ZYGOTE
+
+
+def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None,
+                     fork_server: bool = True) -> dict:
     """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
 
     This is the function a Dask worker runs: it starts a kernel for this notebook only (in a
     fresh scratch folder, under the worker's confinement) and stops it afterwards; then it runs
     the programs the notebook recorded (``programs``: ``{"num_devices": p, "declared": [...]}``,
     see ``grader.programs``) in a sandbox of their own, on inputs drawn here. It writes no result
-    anywhere; the instructor's process judges what it returns.
+    anywhere; the instructor's process judges what it returns. With ``fork_server``, the kernel
+    and the program runner are forked from the worker's fork server (``worker_fork_server``), so
+    a worker pays the imports once, as the local grader does.
     """
     if confine and os.geteuid() != 0:  # fail closed: an unsealed kernel could read this worker's key
         raise NothingRan(f"this worker runs as uid {os.geteuid()}, not root, so it cannot seal kernels (namespaces, "
@@ -249,11 +273,19 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
     nb = nbformat.from_dict(json.loads(notebook_json))
     ran = False
 
+    zygote = worker_fork_server() if fork_server else None
+
     async def execute() -> Execution:
         nonlocal ran
         async with confinement(settings) as conf:
             ran = True
-            return await run_in(None, nb, conf)
+            kernel = None
+            if zygote is not None:
+                try:
+                    kernel = await start_kernel(conf, zygote=zygote)
+                except Exception:  # noqa: BLE001 - run_in starts a kernel of its own, and reports a failure
+                    kernel = None
+            return await run_in(kernel, nb, conf)
 
     try:
         execution = asyncio.run(execute())
@@ -272,7 +304,7 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
             declared = [program_from_json(data) for data in programs["declared"]]
             blobs = recorded_programs(execution.notebook, declared)
             runs = {key: run_to_json(run) for key, run in
-                    run_programs(blobs, declared, int(programs["num_devices"]), settings).items()}
+                    run_programs(blobs, declared, int(programs["num_devices"]), settings, zygote).items()}
         except Exception as error:  # the notebook ran: record the failure, never run it again
             return {"error": "the programs could not be run: "
                              + "".join(traceback.format_exception_only(type(error), error)).strip(),
@@ -445,7 +477,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
                     programs = {"num_devices": settings.num_devices,
                                 "declared": [program_to_json(program) for program in declared]}
                     future = client.submit(execute_notebook, sent, limits, settings.confine, programs,
-                                           pure=False, retries=RETRIES)
+                                           settings.fork_server, pure=False, retries=RETRIES)
                     running[future] = prepared, prepare_s, cap, declared
                 except Exception:
                     progress.step(grader_error(job, course, settings, prepared))

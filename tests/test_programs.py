@@ -175,3 +175,22 @@ def test_the_runner_is_sealed_like_a_kernel(tmp_path):
     assert report["uid"] != 0
     assert report["course"] is False and report["grading"] is False  # no instructor file, no grading output
     assert report["reached"] is False
+
+
+def test_runs_a_dask_worker_sends_back_are_checked_and_never_replaced_by_local_runs():
+    from grader.cluster import programs_from
+    from grader.programs import Output, ProgramRun, run_to_json
+
+    declared = [Program("test-step/step", 4, STEP)]
+    inputs = [np.ones(2, np.float32), np.ones((12, 2), np.float32), np.ones(12, np.float32)]
+    good = run_to_json(ProgramRun("test-step/step", inputs=inputs,
+                                  outputs=[Output(np.arange(2.0), "()", True, [(2,)] * 4, True)],
+                                  collectives={"all_reduce": 1}, manual=True))
+    run = programs_from({"programs": {"test-step/step": json.loads(json.dumps(good))}}, declared)["test-step"]["step"]
+    assert run.error is None and run.manual and run.collectives == {"all_reduce": 1}
+    np.testing.assert_array_equal(run.outputs[0].value, [0.0, 1.0])
+    assert "did not report" in programs_from({"programs": {}}, declared)["test-step"]["step"].error
+    for forged in [dict(good, inputs=good["inputs"][:2]), dict(good, outputs="all fine"),
+                   dict(good, inputs=[{"shape": [2], "dtype": "float32", "data": [1, 2]}] * 3), "not a run"]:
+        run = programs_from({"programs": {"test-step/step": forged}}, declared)["test-step"]["step"]
+        assert "could not be read" in run.error

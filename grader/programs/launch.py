@@ -27,6 +27,7 @@ from coursekit.programs import NOT_EXPORTED
 
 from . import Input, Output, Program, ProgramRun
 
+MESH_HINT = "does it build its own mesh or assume the lesson's four devices?"
 RUN_TIMEOUT_S = 180.0
 MAX_VERDICT_BYTES = 64 << 20
 MAX_ELEMENTS = 1 << 20
@@ -236,9 +237,12 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     present = []
     for program in programs:
         if blobs.get(program.key) == NOT_EXPORTED:  # the kernel's own words are never shown: they are the learner's
-            runs[program.key] = ProgramRun(program.key, error="JAX could not export it (jax.export): it must be a "
-                                                                "function of JAX operations only, with no NumPy on "
-                                                                "traced values and no Python callbacks")
+            error = ("JAX could not export it (jax.export): it must be a function of JAX operations only, with no "
+                     "NumPy on traced values and no Python callbacks")
+            if program.mesh != num_devices:  # it exported on the notebook's own mesh, or that test failed first
+                error = (f"JAX could not export it for a mesh of {program.mesh} device(s), the mesh the notebook's "
+                         f"names referred to: {MESH_HINT}")
+            runs[program.key] = ProgramRun(program.key, error=error)
         elif not isinstance(blobs.get(program.key), str):
             runs[program.key] = ProgramRun(program.key, error="no program was recorded (the test stopped before "
                                                                 "exporting it, or it could not be exported)")

@@ -61,7 +61,7 @@ def _inspect(exported, text: str, mesh_size: int) -> str | None:
     """Why this program must not run, or None."""
     if exported.nr_devices != mesh_size:
         return (f"it was built for {exported.nr_devices} device(s), not for the mesh of {mesh_size} the notebook's "
-                "names referred to (does it build its own mesh, or assume the lesson's four devices?)")
+                "names referred to: does it build its own mesh or assume the lesson's four devices?")
     if "cpu" not in exported.platforms:
         return f"it was exported for {', '.join(exported.platforms)}, not for the CPU"
     if exported.ordered_effects or exported.unordered_effects:
