@@ -8,7 +8,7 @@ sends ``SNAPSHOT`` silently before the first cell and ``RESTORE`` silently
 before every test cell: both run with ``silent=True`` and
 ``store_history=False``, so no hook fires for them and they appear in no
 history; ``RESTORE`` puts back the hook lists, transformers, display
-functions and the recorder exactly as ``SNAPSHOT`` saw them. Nothing is
+functions, the recorder and the program exporter exactly as ``SNAPSHOT`` saw them. Nothing is
 added to the learner's namespace (the saved state hangs on the shell object).
 
 This closes IPython's documented extension points, not every way Python code
@@ -23,6 +23,7 @@ def _snapshot():
     import sys
     import IPython.core.display_functions as functions
     import IPython.display as display
+    import coursekit.programs as exporter
     import coursekit.record as recorder
     shell = get_ipython()
     saved = {
@@ -35,6 +36,7 @@ def _snapshot():
         "display": (display.display, functions.display, functions.publish_display_data),
         "publish": (shell.display_pub, type(shell.display_pub).publish, sys.displayhook, shell.displayhook),
         "recorder": dict(vars(recorder)),
+        "exporter": dict(vars(exporter)),
     }
 
     def restore():
@@ -50,6 +52,7 @@ def _snapshot():
         type(shell.display_pub).publish = publish
         vars(shell.display_pub).pop("publish", None)
         vars(recorder).update(saved["recorder"])
+        vars(exporter).update(saved["exporter"])
         shell.user_ns["record"] = recorder.record
 
     return restore

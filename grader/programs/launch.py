@@ -28,7 +28,7 @@ from coursekit.programs import NOT_EXPORTED
 from . import Input, Output, Program, ProgramRun
 
 MESH_HINT = "does it build its own mesh or assume the lesson's four devices?"
-RUN_TIMEOUT_S = 180.0
+RUN_TIMEOUT_S = 90.0  # for all of a notebook's programs: a few compilations of small programs
 MAX_VERDICT_BYTES = 64 << 20
 MAX_ELEMENTS = 1 << 20
 
