@@ -213,18 +213,19 @@ def learner_flags(nb, deadline: intake.Deadline | None = None) -> list[str]:
 
 
 UID_RANGE = range(61000, 62000)
+RUNNER_UID_RANGE = range(62000, 62500)  # program runners: never a uid a kernel's leftovers may still hold
 UID_LOCKS = Path(tempfile.gettempdir()) / "grader-uid-locks"
 
 
 @contextlib.contextmanager
-def leased_uid():
+def leased_uid(uids: range = UID_RANGE):
     """An unprivileged uid no other grading process on this machine is using.
 
     The grader kills every process of a finished kernel's uid, so two runs
     must never share one; an flock per uid arbitrates across processes.
     """
     UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    for uid in UID_RANGE:
+    for uid in uids:
         handle = open(UID_LOCKS / str(uid), "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -313,7 +314,7 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             continue
         records, broken = records_of_cell(ran)
         passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
-                                                     programs=notebook_programs))
+                                                     programs={**notebook_programs, **(programs or {}).get(gid, {})}))
         if not passed:
             error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
             check = visible_check(str(cell.source), error) if error is not None else None

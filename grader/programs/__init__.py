@@ -37,6 +37,7 @@ class Program:
     key: str
     mesh: int
     inputs: tuple[Input, ...]
+    run: bool = True  # False: only read (shardings, collectives), not compiled or run
 
 
 @dataclass
@@ -65,14 +66,14 @@ class ProgramRun:
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----
 def program_to_json(program: Program) -> dict:
-    return {"key": program.key, "mesh": program.mesh,
+    return {"key": program.key, "mesh": program.mesh, "run": program.run,
             "inputs": [{"shape": list(i.shape), "spec": list(i.spec), "dtype": i.dtype} for i in program.inputs]}
 
 
 def program_from_json(data: dict) -> Program:
     return Program(str(data["key"]), int(data["mesh"]),
                    tuple(Input(tuple(int(n) for n in i["shape"]), tuple(i["spec"]), str(i["dtype"]))
-                         for i in data["inputs"]))
+                         for i in data["inputs"]), bool(data.get("run", True)))
 
 
 def run_to_json(run: ProgramRun) -> dict:

@@ -51,7 +51,7 @@ def fresh_inputs(program: Program, rng: np.random.Generator) -> list[np.ndarray]
 def _request(blobs: dict[str, str], programs: list[Program], inputs: dict[str, list[np.ndarray]],
              num_devices: int) -> dict:
     return {"num_devices": num_devices, "programs": [
-        {"key": p.key, "mesh": p.mesh, "program": blobs[p.key],
+        {"key": p.key, "mesh": p.mesh, "program": blobs[p.key], "run": p.run,
          "inputs": [{"shape": list(a.shape), "dtype": a.dtype.name, "spec": list(s.spec),
                      "data": a.astype(np.float64).ravel().tolist()} for a, s in zip(inputs[p.key], p.inputs)]}
         for p in programs]}
@@ -161,7 +161,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
 @contextlib.contextmanager
 def _sandbox(settings):
     """A confinement for the runner: like a kernel's, plus the grader's own package (read-only)."""
-    from grader.pipeline import leased_uid
+    from grader.pipeline import RUNNER_UID_RANGE, leased_uid
     from grader.sandbox import Confinement
 
     with contextlib.ExitStack() as stack:
@@ -169,7 +169,7 @@ def _sandbox(settings):
         stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
-            conf.uid = stack.enter_context(leased_uid())
+            conf.uid = stack.enter_context(leased_uid(RUNNER_UID_RANGE))
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent,
                          Path(__file__).resolve().parents[1]]

@@ -166,6 +166,7 @@ def _(e: Evidence):
         program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g), what,
                       contribution_mistakes(g, p, mesh=size), rtol=1e-4, atol=1e-5)
         e.shard_shapes(key, g.shape, devices=size, what=what)
+    program_gradient(e, "all_gradient", split_output=False)
 
 
 @rubric.test("test-reduce-scatter")
@@ -185,6 +186,7 @@ def _(e: Evidence):
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
                        candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g),
                        mistakes=contribution_mistakes(g, p, mesh=size))
+    program_gradient(e, "shard_gradient", split_output=True)
 
 
 STACKED = "all_gather without tiled=True stacks a new axis: gather with tiled=True to join the portions"
@@ -209,6 +211,9 @@ def _(e: Evidence):
         e.close(key, vector, rtol=1e-6, atol=1e-7, what=what)
         e.shard_shapes(key, vector.shape, devices=size, what=what)
         e.replicas_close(key, vector, rtol=1e-6, atol=1e-7, what=what)
+    what = "gather, run by the grader on a vector it drew"
+    run = e.program_shardings("program.gather", outputs=[True], what=what)
+    e.program_close("program.gather", 0, run.inputs[0].astype(np.float64), rtol=1e-6, atol=1e-7, what=what)
 
 
 def _lowered(e: Evidence, prefix: str, where: str):
@@ -226,35 +231,77 @@ def _lowered(e: Evidence, prefix: str, where: str):
             e.require(other not in text, f"{what}: the lowered program also contains {other}")
 
 
-@rubric.programs("test-lowered")
-def _(p: int):
+def gradient_inputs(p: int) -> tuple[Input, ...]:
     n = 2 * p
-    gradient_args = (Input((n, n), ("data", None)), Input((n,), ("data",)), Input((n,)))
-    return [Program("program.all_gradient", p, gradient_args), Program("program.shard_gradient", p, gradient_args),
-            Program("program.gather", p, (Input((n,), ("data",)),))]
+    return Input((n, n), ("data", None)), Input((n,), ("data",)), Input((n,))
+
+
+@rubric.programs("test-all-reduce")
+def _(p: int):
+    return [Program("program.all_gradient", p, gradient_inputs(p))]
+
+
+@rubric.programs("test-reduce-scatter")
+def _(p: int):
+    return [Program("program.shard_gradient", p, gradient_inputs(p))]
+
+
+@rubric.programs("test-all-gather")
+def _(p: int):
+    return [Program("program.gather", p, (Input((2 * p,), ("data",)),))]
+
+
+@rubric.programs("test-lowered")
+def _(p: int):  # read for their collectives, not run (the tests above run them)
+    return [Program("program.lowered.all_gradient", p, gradient_inputs(p), run=False),
+            Program("program.lowered.shard_gradient", p, gradient_inputs(p), run=False),
+            Program("program.lowered.gather", p, (Input((2 * p,), ("data",)),), run=False)]
+
+
+def own_factor(e: Evidence) -> float:
+    """How the learner's own summed local contributions compare with the gradient (1 when right; p when each
+    divides by the local count, ...), from the values the test recorded for the batch of seed 90307."""
+    p = e.num_devices
+    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
+    reference = gradient(ex, ey, ew)
+    own = e.array("program.own_sum", shape=reference.shape, what="your summed local contributions")
+    factor = float(np.dot(own, reference) / np.dot(reference, reference))
+    e.require(np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6),
+              "your local contributions do not sum to a multiple of the gradient, so the program cannot be judged "
+              "(see the local-contribution test)")
+    return factor
+
+
+def program_gradient(e: Evidence, name: str, *, split_output: bool):
+    """The program itself, run by the grader on a batch it drew: the sum of the learner's own local
+    contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
+    key, what = f"program.{name}", f"{name}, run by the grader on a batch it drew"
+    run = e.program_shardings(key, outputs=[not split_output], what=what)
+    x, y, w = run.inputs
+    e.program_close(key, 0, own_factor(e) * gradient(x, y, w), rtol=1e-4, atol=1e-5, what=what)
+    if split_output:
+        n, p = len(y), e.num_devices
+        e.require(all(shape == (n // p,) for shape in run.outputs[0].shard_shapes),
+                  f"{what}: each device should keep only its {n // p} values")
 
 
 def _programs(e: Evidence):
-    """The three programs themselves, exported by the kernel and run by the grader on inputs it drew: their
-    collectives are read from the programs, never from text the kernel reports."""
-    for name, (wanted, unwanted), split_output in [
-        ("all_gradient", (ALL_REDUCE, (REDUCE_SCATTER, ALL_GATHER)), False),
-        ("shard_gradient", (REDUCE_SCATTER, (ALL_REDUCE, ALL_GATHER)), True),
-        ("gather", (ALL_GATHER, (ALL_REDUCE, REDUCE_SCATTER)), False),
+    """The three programs themselves, exported by the kernel and read by the grader: their collectives come
+    from the programs, never from text the kernel reports."""
+    for name, (wanted, unwanted) in [
+        ("all_gradient", (ALL_REDUCE, (REDUCE_SCATTER, ALL_GATHER))),
+        ("shard_gradient", (REDUCE_SCATTER, (ALL_REDUCE, ALL_GATHER))),
+        ("gather", (ALL_GATHER, (ALL_REDUCE, REDUCE_SCATTER))),
     ]:
-        key, what = f"program.{name}", f"{name}, run by the grader on inputs it drew"
+        key, what = f"program.lowered.{name}", f"{name}, read by the grader from the program itself"
         run = e.program(key, what=what)
         e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
         e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
         for other in unwanted:
             e.require(run.collectives.get(other.split(".")[1], 0) == 0, f"{what}: the program also contains {other}")
-        e.program_shardings(key, outputs=[not split_output], what=what)
-        if name == "gather":
-            expected = run.inputs[0].astype(np.float64)
-        else:
-            x, y, w = run.inputs
-            expected = gradient(x, y, w)
-        e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what)
+        for index, (actual, expected) in enumerate(zip(run.in_shardings, run.expected_in_shardings)):
+            e.require(actual is None or actual == expected, f"{what}: argument {index + 1} is placed as {actual}, "
+                                                            f"the course places it as {expected}")
 
 
 @rubric.test("test-lowered")

@@ -1,6 +1,7 @@
-# scenario: correct throughout; the device step is a masked jnp.sum over the global arrays under jit
+# scenario: correct helpers throughout, but the "sharded" masked mean is a masked jnp.sum over the global arrays under one jit: right values, no per-device program and no psum (the lesson asks for jax.shard_map)
 # base: solution
-# expect-fail:
+# expect-fail: test-shard-map
+# expect-message: should psum over the devices inside jax.shard_map
 # expect-status: graded
 # %% cell two-averages
 def two_averages(shards):
