@@ -68,7 +68,7 @@ RETRIES = 2  # only for failures before any learner code ran (see module docstri
 STARTED = "grader-started"
 
 # What a worker may send back (see execution_from).
-RESULT_KEYS = frozenset({"notebook", "stopped", "message", "stopped_at_cell", "events", "seconds"})
+RESULT_KEYS = frozenset({"notebook", "stopped", "message", "stopped_at_cell", "events", "seconds", "programs"})
 ERROR_KEYS = frozenset({"error", "traceback"})
 STOPPED = frozenset({None, "timed_out", "kernel_died", "out_of_memory", "too_much_output", "exited"})
 OUTPUT_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
