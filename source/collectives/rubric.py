@@ -278,7 +278,9 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
     key, what = f"program.{name}", f"{name}, run by the grader on a batch it drew"
     run = e.program_shardings(key, outputs=[not split_output], what=what)
     x, y, w = run.inputs
-    e.program_close(key, 0, own_factor(e) * gradient(x, y, w), rtol=1e-4, atol=1e-5, what=what)
+    expected = own_factor(e) * gradient(x, y, w)
+    e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
+                    mistakes=contribution_mistakes(expected, e.num_devices))
     if split_output:
         n, p = len(y), e.num_devices
         e.require(all(shape == (n // p,) for shape in run.outputs[0].shard_shapes),
