@@ -95,7 +95,8 @@ def build(notebooks: dict, settings, zygote, workers: int, final: Path) -> tuple
     work = Path(tempfile.mkdtemp(prefix="fill-", dir=final.parent))
     try:
         async def run_all():
-            limit = asyncio.Semaphore(max(1, workers))
+            # All at once when few: CPU bound, and a lone last notebook would leave a core idle.
+            limit = asyncio.Semaphore(max(1, workers, min(len(notebooks), 2 * workers)))
 
             async def one(name):
                 async with limit:
