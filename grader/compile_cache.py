@@ -51,7 +51,13 @@ def folder_key(course, assignments: list[str], settings) -> str:
 
 
 def seal(folder: Path) -> int:
-    """Keep only regular cache entries; make them root's and read only for everyone. Returns their count."""
+    """Keep only regular cache entries; make them root's and read only. Returns their count.
+
+    The folder itself can be searched but not listed (mode 0111): a kernel opens an entry only by its
+    name, which holds the SHA-256 of the program it compiles, so it can read only the executables of
+    programs it already has. The instructor's solutions and hidden tests, compiled, cannot be listed
+    and copied into a learner's outputs (feedback shows the outputs of cells before the hidden tests).
+    """
     count = 0
     for entry in os.scandir(folder):
         mode = entry.stat(follow_symlinks=False).st_mode
@@ -64,7 +70,7 @@ def seal(folder: Path) -> int:
         else:
             os.unlink(entry.path)
     os.chown(folder, 0, 0)
-    os.chmod(folder, 0o555)
+    os.chmod(folder, 0o111)
     return count
 
 
@@ -128,7 +134,7 @@ def fill(course, assignments: list[str], settings, zygote, workers: int, root: P
     os.chmod(root, 0o700)
     final = root / folder_key(course, assignments, settings)
     if final.is_dir():
-        return final, f"compiled programs kept from an earlier run ({sum(1 for _ in final.iterdir())})"
+        return final, f"compiled programs kept from an earlier run ({len(os.listdir(final))})"
     notebooks = {a: _instructor_notebook(course, a, settings) for a in assignments}
     count, problems = build(notebooks, settings, zygote, workers, final)
     note = f"compiled {count} programs from the instructor's notebooks"

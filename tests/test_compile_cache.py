@@ -35,7 +35,7 @@ events = []
 monitoring.register_event_listener(lambda name, **kw: events.append(name))
 """ + PROGRAM + """
 folder = Path.home() / ".cache" / "jax-course-xla"
-entries = sorted(p.name for p in folder.iterdir())
+entries = {entries!r}
 attempts = {{}}
 def attempt(name, action):
     try:
@@ -49,11 +49,12 @@ attempt("chmod", lambda: os.chmod(folder / entries[0], 0o666))
 attempt("rename", lambda: os.rename(folder / entries[0], folder / "renamed"))
 attempt("unlink", lambda: os.unlink(folder / entries[0]))
 attempt("rmdir", lambda: os.rmdir(folder))
+attempt("list", lambda: os.listdir(folder))
 print("probe", json.dumps({{"hits": events.count("/jax/compilation_cache/cache_hits"),
                            "misses": events.count("/jax/compilation_cache/compile_requests_use_cache")
                                      - events.count("/jax/compilation_cache/cache_hits"),
                            "read_only_mount": bool(os.statvfs(folder).f_flag & os.ST_RDONLY),
-                           "attempts": attempts, "entries": entries}}))
+                           "attempts": attempts}}))
 """
 
 
@@ -107,7 +108,7 @@ def test_the_fill_run_writes_programs_and_seals_them(filled):
     folder, count, problems = filled
     assert not problems and count >= 1
     assert count == len(list(folder.iterdir()))
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o555 and folder.stat().st_uid == 0
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o111 and folder.stat().st_uid == 0  # searched, never listed
     for entry in folder.iterdir():
         info = entry.lstat()
         assert stat.S_ISREG(info.st_mode) and entry.name.endswith("-cache")
@@ -118,14 +119,14 @@ def test_the_fill_run_writes_programs_and_seals_them(filled):
 def test_a_grading_kernel_reads_the_cache_and_cannot_write_it(filled):
     folder, _, _ = filled
     before = _digest(folder)
-    nb = _grade(PROBE.format(devices=4, factor=2), folder)
+    nb = _grade(PROBE.format(devices=4, factor=2, entries=sorted(before)), folder)
     text = _texts(nb)
     probe = json.loads(text.split("probe ", 1)[1].splitlines()[0])
     assert "value [1.0, 3.0, 5.0" in text
     assert probe["hits"] >= 1, probe
     assert probe["read_only_mount"], probe  # a second defence: even the files' owner could not write
-    assert probe["entries"] == sorted(before)
-    assert set(probe["attempts"].values()) <= {"OSError", "PermissionError"} and len(probe["attempts"]) == 6, probe
+    # no write of any kind, and no listing (the names of the instructor's programs stay unknown)
+    assert set(probe["attempts"].values()) <= {"OSError", "PermissionError"} and len(probe["attempts"]) == 7, probe
     assert _digest(folder) == before
     assert not any(o.get("name") == "stderr" for o in nb.cells[0].outputs), text
     shown = "".join(line for line in text.splitlines(True) if not line.startswith("probe "))
@@ -137,7 +138,7 @@ def test_another_program_or_device_count_never_gets_a_cached_executable(filled):
     folder, _, _ = filled
     before = _digest(folder)
     for devices, factor, expected in ((4, 3, "value [1.0, 4.0, 7.0"), (2, 2, "value [1.0, 3.0, 5.0")):
-        nb = _grade(PROBE.format(devices=devices, factor=factor), folder)
+        nb = _grade(PROBE.format(devices=devices, factor=factor, entries=sorted(before)), folder)
         text = _texts(nb)
         probe = json.loads(text.split("probe ", 1)[1].splitlines()[0])
         assert expected in text
