@@ -283,8 +283,12 @@ def _with_compile_cache(course: Course, settings: Settings, todo: list[Job], wor
     from . import compile_cache
 
     started = time.monotonic()
-    folder, note = compile_cache.fill(course, sorted({job.assignment_id for job in todo}), settings, zygote, workers,
-                                      settings.out / ".compile-cache")
+    try:
+        folder, note = compile_cache.fill(course, sorted({job.assignment_id for job in todo}), settings, zygote,
+                                          workers, settings.out / ".compile-cache")
+    except Exception as error:  # noqa: BLE001 - only a speed-up: every kernel then compiles its own programs
+        print(f"no compilation cache this run ({type(error).__name__}: {error})", file=sys.stderr, flush=True)
+        return settings
     print(f"{note} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
     return dataclasses.replace(settings, compile_cache_dir=folder)
 
