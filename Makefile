@@ -41,4 +41,4 @@ samples: $(STAMP)
 	$(PY) -m grader samples
 
 clean-grading:
-	rm -rf autograded feedback results grades.csv results.json gradebook.db
+	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache

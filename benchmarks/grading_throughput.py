@@ -26,8 +26,10 @@ Memory is sampled every 0.2 s from ``/proc/PID/status`` of every process this sc
 whole process tree at one moment (grader or nbgrader process, Dask workers, all kernels, including
 pre-warmed ones), divided by the number of workers.
 
-CPU time is ``getrusage(RUSAGE_CHILDREN)`` around each command, with this script as a child subreaper
-so that kernels orphaned by their grader are still counted. The machine may be shared: before each
+CPU time is the total of a fresh cgroup (v1 ``cpuacct``, as root) that each command runs in, so sealed
+kernels, which die with their PID namespace and never reach ``RUSAGE_CHILDREN``, are counted; without
+that cgroup it is ``getrusage(RUSAGE_CHILDREN)`` around each command, with this script as a child
+subreaper so that kernels orphaned by their grader are still counted. The machine may be shared: before each
 measurement the script waits (``--quiet-wait``) for other processes to go quiet, and it prints the
 share of the CPUs other processes used during each measurement.
 
@@ -239,24 +241,51 @@ def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> str:
             return f"machine {busy:.0%} busy before start, waited {waited:.0f} s"
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1; a sealed kernel's CPU time never reaches RUSAGE_CHILDREN
+
+
+@contextlib.contextmanager
+def cpu_group():
+    """A fresh cpuacct cgroup (root, cgroup v1) whose total counts every process that ran in it, or None."""
+    group = CPUACCT / f"grading-benchmark-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        group.mkdir()
+    except OSError:
+        yield None
+        return
+    try:
+        yield group
+    finally:
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def measured(run: Run, key: str, command: list[str], log: Path, *, cwd: Path) -> None:
     """Run ``command``; record its wall time, CPU time, memory and the load of everything else."""
     cpu0, busy0 = children_cpu(), machine_busy()
-    with Sampler() as sampler:
-        run.seconds[key] = timed(command, log, cwd=cwd)
-    reap_orphans()
-    cpu = children_cpu() - cpu0
+    with Sampler() as sampler, cpu_group() as group:
+        run.seconds[key] = timed(command, log, cwd=cwd, group=group)
+        reap_orphans()
+        cpu = children_cpu() - cpu0
+        if group is not None:  # counts the sealed kernels too
+            cpu = int((group / "cpuacct.usage").read_text()) / 1e9
     run.cpu[key] = cpu
     run.others[key] = max(0.0, machine_busy() - busy0 - cpu) / (run.seconds[key] * (os.cpu_count() or 1))
     run.memory = merge(run.memory, sampler.peak)
 
 
-def timed(command: list[str], log: Path, *, cwd: Path) -> float:
+def timed(command: list[str], log: Path, *, cwd: Path, group: Path | None = None) -> float:
     started = time.monotonic()
+    join = None if group is None else (lambda: (group / "cgroup.procs").write_text(str(os.getpid())))
     with open(log, "ab") as out:
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
-        result = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT)
+        result = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=join)
     seconds = time.monotonic() - started
     if result.returncode != 0:
         raise SystemExit(f"failed ({result.returncode}): {' '.join(command)}; see {log}")

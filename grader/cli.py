@@ -37,7 +37,7 @@ def cmd_grade(args) -> int:
                     max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
     settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
                         confine=not args.no_confine, prewarm=not args.no_prewarm,
-                        fork_server=not args.no_fork_server)
+                        fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
     if settings.confine and os.geteuid() != 0 and not args.scheduler:
         print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
               "seccomp); only the time, memory, output and file limits apply. Grade untrusted work as root "
@@ -219,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start each kernel only when its notebook is due (slower; for comparisons)")
     grade.add_argument("--no-fork-server", action="store_true",
                        help="start every kernel as a new process instead of forking it (slower; for comparisons)")
+    grade.add_argument("--no-compile-cache", action="store_true",
+                       help="compile every program in every kernel instead of reading the programs compiled from "
+                            "the instructor's notebooks before the run (slower; for comparisons)")
     grade.add_argument("--no-confine", action="store_true",
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)

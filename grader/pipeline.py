@@ -59,6 +59,8 @@ class Settings:
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
     fork_server: bool = True  # fork kernels from a process that imported the libraries once
+    compile_cache: bool = True  # sealed kernels read XLA programs compiled from source/ (grader.compile_cache)
+    compile_cache_dir: Path | None = None  # that folder, once filled and sealed
 
 
 def notebook_name(assignment: str) -> str:
@@ -252,6 +254,7 @@ async def confinement(settings: Settings):
             # The kernel sees Python, the environment and the public kernel helpers; nothing else.
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
+            conf.compile_cache = settings.compile_cache_dir  # read only in the kernel
         yield conf
 
 

@@ -47,6 +47,10 @@ def sandbox_arguments(conf: Confinement) -> list[str]:
         args += ["--private-root"]
     for path in conf.keep:
         args += ["--keep", str(path)]
+    if conf.compile_cache is not None:
+        args += ["--compile-cache", str(conf.compile_cache)]
+        if conf.compile_cache_writable:
+            args += ["--compile-cache-writable"]
     return args
 
 
@@ -59,10 +63,13 @@ def parse(argv: list[str]) -> tuple[Confinement, list[str]]:
     parser.add_argument("--uid", type=int)
     parser.add_argument("--private-root", action="store_true")
     parser.add_argument("--keep", type=Path, action="append", default=[])
+    parser.add_argument("--compile-cache", type=Path)
+    parser.add_argument("--compile-cache-writable", action="store_true")
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     conf = Confinement(scratch=args.scratch.resolve(), limits=Limits(**json.loads(args.limits)), uid=args.uid,
-                       private_root=args.private_root, keep=args.keep, tag=args.tag)
+                       private_root=args.private_root, keep=args.keep, tag=args.tag,
+                       compile_cache=args.compile_cache, compile_cache_writable=args.compile_cache_writable)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     return conf, program
 
@@ -124,7 +131,8 @@ def confine(argv: list[str]) -> tuple[Confinement, list[str], dict[str, str]]:
         if root and conf.private_root:
             namespaces.unshare()
             new_root = conf.scratch / "root"
-            rootfs.build(new_root, conf.home, conf.inside_home, conf.keep)
+            rootfs.build(new_root, conf.home, conf.inside_home, conf.keep,
+                         cache=conf.compile_cache, cache_writable=conf.compile_cache_writable)
             init = os.fork()
             if init:
                 os.close(status)

@@ -12,6 +12,9 @@ host or to another kernel) and entered with ``chroot``:
   do not exist;
 - a fresh ``/proc`` of the kernel's own PID namespace, showing its own processes only, and a fresh ``/sys``
   of its own network namespace (mounted by the namespace's first process);
+- read only, when the grader has one: its folder of compiled XLA programs at
+  ``/home/learner/.cache/jax-course-xla`` (``view.COMPILE_CACHE``), filled beforehand by the
+  grader from the instructor's notebooks (writable only in that run, see ``grader.compile_cache``);
 - writable: ``/home/learner`` (the host's ``{scratch}/home``, a size-capped
   tmpfs of its own, see :func:`mount_home`) and an empty ``/tmp``. Both
   vanish with the namespace or with the scratch folder.
@@ -24,6 +27,8 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
+
+from .view import COMPILE_CACHE
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -94,7 +99,8 @@ def release_home(home: Path) -> None:
         raise OSError(err, f"umount {home}: {os.strerror(err)}")
 
 
-def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path]) -> None:
+def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path], *, cache: Path | None = None,
+          cache_writable: bool = False) -> None:
     """Assemble the kernel's root at ``new_root`` (call in a fresh mount namespace, as root)."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     new_root.mkdir(exist_ok=True)
@@ -125,11 +131,30 @@ def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path]) -> No
     target.mkdir(parents=True, exist_ok=True)
     mount(str(home), target, None, MS_BIND)  # not recursive: nothing is mounted below it
     writable.append(target)
+    if cache is not None:
+        _bind_cache(home, _inside(new_root, inside_home / COMPILE_CACHE), cache)
+        if cache_writable:
+            writable.append(_inside(new_root, inside_home / COMPILE_CACHE))
     # Everything else read only, submounts included; device nodes stay usable (rw on a node is the driver's).
     for point, flags in _mounts_below(new_root):
         if point in writable or point.parent == dev:
             continue
         mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | flags)
+
+
+def _bind_cache(home: Path, target: Path, cache: Path) -> None:
+    """Bind ``cache`` at ``target`` (inside the kernel's home); the caller's last step makes it read only.
+
+    The folders leading to the mount point belong to the home's owner, as if the learner had made them;
+    the mount point itself cannot be removed while it is mounted.
+    """
+    owner = home.stat()
+    folder = home
+    for part in COMPILE_CACHE.parts:
+        folder = folder / part
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, owner.st_uid, owner.st_gid)
+    mount(str(cache.resolve()), target, None, MS_BIND)  # not recursive: the cache has no mounts below it
 
 
 def mount_kernel_filesystems(new_root: Path) -> None:

@@ -1,0 +1,141 @@
+"""Compiled XLA programs from the instructor's notebooks, read (never written) by every grading kernel.
+
+Most of a graded notebook's own time is JAX compiling programs: the instructor's test cells, the
+hidden tests' sub-meshes, every small array operation. Most of these programs are the same in every
+submission (the instructor's cells are restored, and a correct solution often lowers to the
+instructor's program). Before a run, the grader executes the instructor's notebooks (``source/``)
+in ordinary sealed kernels that may write JAX's persistent compilation cache
+(``coursekit.runtime._use_compilation_cache``), then seals that folder: owned by root, no write
+permission for anyone, and bound **read only** into each grading kernel at
+``~/.cache/jax-course-xla`` (``grader.sandbox.rootfs``). A grading kernel reads an entry only when
+JAX's cache key matches: a SHA-256 of the program's canonical StableHLO, the compile options
+(device assignment included), the devices' topology, the XLA flags, the jaxlib and backend versions.
+A learner's program therefore only ever gets the executable of an identical program.
+
+The folder is kept in ``{out}/.compile-cache/{key}``; ``key`` covers the instructor's notebooks
+graded, ``coursekit``, the JAX and jaxlib versions and the device settings, so a later run on the
+same course reuses it, and a changed course fills a new one. Learners have no such folder, so their
+kernels compile as before.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+import coursekit
+
+FORMAT = "1"  # bump when the fill procedure changes
+ENTRY_SUFFIX = "-cache"  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
+
+
+def folder_key(course, assignments: list[str], settings) -> str:
+    digest = hashlib.sha256(FORMAT.encode())
+    for name in ("jax", "jaxlib"):
+        digest.update(f"{name}={importlib.metadata.version(name)}\n".encode())
+    digest.update(f"{sys.version}\n{settings.num_devices}\n{settings.platform}\n".encode())
+    for assignment in sorted(assignments):
+        digest.update(assignment.encode() + b"\0" + course.source_notebook(assignment).read_bytes())
+    package = Path(coursekit.__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def seal(folder: Path) -> int:
+    """Keep only regular cache entries; make them root's and read only. Returns their count.
+
+    The folder itself can be searched but not listed (mode 0111): a kernel opens an entry only by its
+    name, which holds the SHA-256 of the program it compiles, so it can read only the executables of
+    programs it already has. The instructor's solutions and hidden tests, compiled, cannot be listed
+    and copied into a learner's outputs (feedback shows the outputs of cells before the hidden tests).
+    """
+    count = 0
+    for entry in os.scandir(folder):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISREG(mode) and entry.name.endswith(ENTRY_SUFFIX):
+            os.chown(entry.path, 0, 0, follow_symlinks=False)
+            os.chmod(entry.path, 0o444)
+            count += 1
+        elif stat.S_ISDIR(mode):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    os.chown(folder, 0, 0)
+    os.chmod(folder, 0o111)
+    return count
+
+
+def _instructor_notebook(course, assignment: str, settings):
+    from .restore import inject_parameters
+
+    nb = nbformat.read(course.source_notebook(assignment), as_version=4)
+    inject_parameters(nb, {"num_devices": settings.num_devices, "platform": settings.platform, "figures_dir": "figures"})
+    return nb
+
+
+async def _fill_one(name: str, nb, settings, zygote, staging: Path) -> str | None:
+    from .kernel_run import run_in, start_kernel
+    from .pipeline import confinement
+
+    async with confinement(settings) as conf:
+        staging.mkdir(mode=0o700)
+        os.chown(staging, conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
+        conf.compile_cache, conf.compile_cache_writable = staging, True
+        kernel = await start_kernel(conf, zygote=zygote)
+        execution = await run_in(kernel, nb, conf)
+    return execution.stopped and f"{name}: {execution.stopped} {execution.message}"
+
+
+def build(notebooks: dict, settings, zygote, workers: int, final: Path) -> tuple[int, list[str]]:
+    """Run ``notebooks`` (name -> trusted notebook) in sealed kernels that may write JAX's cache, then merge
+    what they compiled into ``final``, sealed. Returns the number of programs and any notebook's problem."""
+    work = Path(tempfile.mkdtemp(prefix="fill-", dir=final.parent))
+    try:
+        async def run_all():
+            # All at once when few: CPU bound, and a lone last notebook would leave a core idle.
+            limit = asyncio.Semaphore(max(1, workers, min(len(notebooks), 2 * workers)))
+
+            async def one(name):
+                async with limit:
+                    return await _fill_one(name, notebooks[name], settings, zygote, work / f"kernel-{index[name]}")
+
+            return await asyncio.gather(*(one(name) for name in notebooks))
+
+        index = {name: i for i, name in enumerate(notebooks)}
+        problems = [p for p in asyncio.run(run_all()) if p]
+        merged = work / "merged"
+        merged.mkdir()
+        for name in notebooks:
+            staging = work / f"kernel-{index[name]}"
+            if not staging.is_dir():
+                continue
+            for entry in os.scandir(staging):
+                if entry.is_file(follow_symlinks=False) and not (merged / entry.name).exists():
+                    os.rename(entry.path, merged / entry.name)
+        count = seal(merged)
+        os.rename(merged, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return count, problems
+
+
+def fill(course, assignments: list[str], settings, zygote, workers: int, root: Path) -> tuple[Path, str]:
+    """The sealed cache folder for ``assignments`` (filled now unless an earlier run did); and what happened."""
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    final = root / folder_key(course, assignments, settings)
+    if final.is_dir():
+        return final, f"compiled programs kept from an earlier run ({len(os.listdir(final))})"
+    notebooks = {a: _instructor_notebook(course, a, settings) for a in assignments}
+    count, problems = build(notebooks, settings, zygote, workers, final)
+    note = f"compiled {count} programs from the instructor's notebooks"
+    return final, note + (f" (instructor notebook problems: {'; '.join(problems)})" if problems else "")
