@@ -7,6 +7,9 @@
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
     report    --out DIR                                   print a gradebook table
+    workspace                                             copy new assignments into workspace/ (never replaces)
+    lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
+    instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
 """
 from __future__ import annotations
 
@@ -183,6 +186,36 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_workspace(args) -> int:
+    from .workspace import seed, workspace_dir
+
+    course = Course.default()
+    for folder in seed(course):
+        print(f"copied {folder.relative_to(course.root)} from {course.release.relative_to(course.root)}")
+    print(f"your work is in {workspace_dir(course)}: generate, demo and the tests never touch it")
+    return 0
+
+
+def _exec_lab(argv, env, cwd) -> int:
+    os.chdir(cwd)
+    os.execve(argv[0], argv, env)
+    return 1  # not reached
+
+
+def cmd_lab(args) -> int:
+    from .workspace import learner_lab, seed
+
+    course = Course.default()
+    seed(course)
+    return _exec_lab(*learner_lab(course, extra=args.jupyter_args))
+
+
+def cmd_instructor(args) -> int:
+    from .workspace import instructor_lab
+
+    return _exec_lab(*instructor_lab(Course.default(), extra=args.jupyter_args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -254,6 +287,15 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="print the gradebook of a grading output folder")
     report.add_argument("--out", type=Path, required=True)
     report.set_defaults(run=cmd_report)
+
+    workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
+    workspace.set_defaults(run=cmd_workspace)
+    lab = sub.add_parser("lab", help="the learner's JupyterLab, rooted at workspace/ (no formgrader, no source/)")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    lab.set_defaults(run=cmd_lab)
+    instructor = sub.add_parser("instructor", help="the instructor's JupyterLab at the course root, with formgrader")
+    instructor.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    instructor.set_defaults(run=cmd_instructor)
     return parser
 
 

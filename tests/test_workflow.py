@@ -1,0 +1,156 @@
+"""The nbgrader workflow around the grader: the learner's workspace, the instructor's entry point,
+formgrader and stock nbgrader commands on the project's grader, manual grades.
+
+Each test works on a temporary copy of the course (COURSE_ROOT), never on the repository's own.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.layout import Course
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def copy_course(dest: Path) -> Course:
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "figures")
+    for folder in ("notebooks", "source", "lab"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    return Course(dest)
+
+
+def _learner_edit(path: Path) -> str:
+    """Solve nothing, but change the notebook the way a learner's save does; return the new text."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("my own notes " + secrets.token_hex(4)))
+    nbformat.write(nb, path)
+    return path.read_text()
+
+
+def test_regenerating_the_course_keeps_the_learners_workspace(tmp_path):
+    from grader.generate import generate
+    from grader.workspace import seed
+
+    course = copy_course(tmp_path / "course")
+    created = seed(course)
+    assert sorted(p.name for p in created) == sorted(course.assignments())
+    mine = course.root / "workspace" / "sharded_step"
+    work = _learner_edit(mine / "sharded_step.ipynb")
+    (mine / ".ipynb_checkpoints").mkdir()
+    (mine / ".ipynb_checkpoints" / "sharded_step-checkpoint.ipynb").write_text(work)
+    (mine / "figures").mkdir()
+    (mine / "figures" / "loss.svg").write_text("<svg/>")
+    released_before = course.release_notebook("sharded_step").stat().st_mtime_ns
+
+    generate(course, ["sharded_step"])          # what `make generate` and `make demo` run first
+    assert course.release_notebook("sharded_step").stat().st_mtime_ns != released_before  # it did regenerate
+    assert seed(course) == []                   # `make lab` again: nothing replaced
+    assert (mine / "sharded_step.ipynb").read_text() == work
+    assert (mine / ".ipynb_checkpoints" / "sharded_step-checkpoint.ipynb").read_text() == work
+    assert (mine / "figures" / "loss.svg").read_text() == "<svg/>"
+    assert not (mine / "rubric.py").exists() and not list(mine.rglob("*solution*"))
+
+
+def test_workspace_is_ignored_by_git_and_seeded_without_rubrics():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "workspace/sharded_step/sharded_step.ipynb"], cwd=ROOT)
+    assert ignored.returncode == 0, "workspace/ must be git-ignored"
+
+
+# --- the two Jupyter servers ------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str, token: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=90) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except (urllib.error.URLError, OSError):
+        return 0, b""
+
+
+class Server:
+    def __init__(self, argv, env, cwd, home: Path, log: Path):
+        self.token, port = secrets.token_hex(16), _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = dict(env, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+                   JUPYTER_DATA_DIR=str(home / "data"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+        argv = [*argv, "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}"]
+        self.log = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while self.get("/api/status")[0] != 200:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return _get(self.url + path, self.token)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_formgrader(tmp_path):
+    from grader.workspace import instructor_lab, learner_lab, seed
+
+    course = copy_course(tmp_path / "course")
+    seed(course)
+    learner = Server(*learner_lab(course), tmp_path / "learner-home", tmp_path / "learner.log")
+    try:
+        status, body = learner.get("/api/contents/")
+        assert status == 200
+        listed = {item["name"] for item in json.loads(body)["content"]}
+        assert listed == set(course.assignments())
+        assert learner.get("/api/contents/sharded_step/sharded_step.ipynb")[0] == 200
+        for hidden in ("../source/sharded_step/rubric.py", "../source/sharded_step/sharded_step.ipynb",
+                       "..%2Fsource%2Fsharded_step%2Frubric.py", "../nbgrader_config.py"):
+            assert learner.get(f"/api/contents/{hidden}")[0] in (400, 403, 404), hidden
+        assert learner.get("/formgrader")[0] == 404
+        assert learner.get("/formgrader/api/assignments")[0] == 404
+    finally:
+        learner.stop()
+    instructor = Server(*instructor_lab(course), tmp_path / "instructor-home", tmp_path / "instructor.log")
+    try:
+        status, body = instructor.get("/formgrader/api/assignments")
+        assert status == 200, instructor.log.read_text()[-2000:]
+        assert {a["name"] for a in json.loads(body)} == set(course.assignments())
+        assert instructor.get("/api/contents/source/sharded_step/rubric.py")[0] == 200
+    finally:
+        instructor.stop()
