@@ -28,3 +28,17 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # JAX compiles on first call; the default 30 s per cell is tight on 2 cores.
 c.Execute.timeout = 180
 c.ExecutePreprocessor.timeout = 180
+
+# formgrader's Autograde and Generate Feedback buttons (and `nbgrader autograde`,
+# `nbgrader generate_feedback`) run the course's grader and write its feedback page; no stock step
+# that executes learner code, scores cells or shows hidden tests is left (grader/nbgrader_plugins.py).
+from grader.nbgrader_plugins import ProjectAutograde, ProjectFeedback  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = [ProjectAutograde]
+c.Autograde.autograde_preprocessors = []
+c.GenerateFeedback.preprocessors = []
+c.GenerateFeedback.exporter_class = ProjectFeedback
+c.ProjectAutograde.course_root = c.CourseDirectory.root
+c.ProjectFeedback.course_root = c.CourseDirectory.root
+# `nbgrader export` writes its own file; grades.csv is the grader's (other columns).
+c.ExportPlugin.to = "nbgrader_grades.csv"

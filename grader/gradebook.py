@@ -107,6 +107,18 @@ class Gradebook:
         except (TypeError, ValueError, KeyError):
             return None
 
+    def stored(self, student: str, assignment: str, notebook: str) -> NotebookResult | None:
+        """The last result recorded for this notebook, or None."""
+        data = self._stored(student, assignment, notebook)
+        if data is None:
+            return None
+        data.pop("submission_sha256", None)
+        data.pop(ATTEMPTS, None)
+        try:
+            return NotebookResult.from_dict(data)
+        except (TypeError, ValueError, KeyError):
+            return None
+
     def all_results(self) -> list[NotebookResult]:
         results = []
         for path in sorted((self.out / "results").glob("*/*/*.json")):

@@ -154,3 +154,121 @@ def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_for
         assert instructor.get("/api/contents/source/sharded_step/rubric.py")[0] == 200
     finally:
         instructor.stop()
+
+
+# --- formgrader's buttons and stock nbgrader commands on the project's grader ---------------------
+
+FORMGRADER = """
+import json, sys
+from traitlets.config.loader import PyFileConfigLoader
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+# what formgrader's handlers do: the API built from the course's nbgrader_config.py
+config = PyFileConfigLoader("nbgrader_config.py", path=".").load_config()
+api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+action, assignment, student = sys.argv[1:]
+result = getattr(api, action)(assignment, student)
+print(json.dumps({"success": result["success"], "error": result.get("error", ""), "log": result.get("log", "")}))
+"""
+
+
+def _env(course: Course) -> dict[str, str]:
+    return {**os.environ, "COURSE_ROOT": str(course.root),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def formgrader_button(course: Course, action: str, assignment: str, student: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", FORMGRADER, action, assignment, student], cwd=course.root,
+                          env=_env(course), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def project_grade(course: Course, submissions: Path, *extra: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--submissions", str(submissions),
+                           "--out", str(course.root), "--workers", "1", *extra], cwd=course.root,
+                          env=_env(course), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def hidden_lines(course: Course, assignment: str) -> list[str]:
+    lines, inside = [], False
+    for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells:
+        for line in cell.source.splitlines():
+            if "### BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "### END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 12:
+                lines.append(line.strip())
+    released = course.release_notebook(assignment).read_text()
+    lines = [line for line in lines if line not in released]  # also in the learner's own copy: not secret
+    assert lines, "the lesson has hidden tests"
+    return lines
+
+
+def _db_score(course: Course, assignment: str, student: str) -> float:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as book:
+        return book.find_submission(assignment, student).score
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory):
+    """A course copy whose sample learner 'dana' (prints the lesson's numbers instead of computing them)
+    was graded by the project's grader into the course's own gradebook.db."""
+    course = copy_course(tmp_path_factory.mktemp("graded") / "course")
+    submitted = course.root / "samples" / "submitted"
+    shutil.copytree(ROOT / "samples" / "submitted" / "dana" / "sharded_step", submitted / "dana" / "sharded_step",
+                    ignore=shutil.ignore_patterns("figures", ".ipynb_checkpoints"))
+    project_grade(course, submitted, "--gradebook", f"sqlite:///{course.root / 'gradebook.db'}")
+    return course
+
+
+def test_formgrader_autograde_and_feedback_keep_the_projects_scores_and_hide_hidden_tests(graded_course):
+    import csv
+
+    course = graded_course
+    rows = list(csv.DictReader((course.root / "grades.csv").open()))
+    project_score = float(rows[0]["score"])
+    assert project_score < float(rows[0]["max_score"])  # hard-coded numbers do not pass the hidden tests
+    assert _db_score(course, "sharded_step", "dana") == project_score
+    results = (course.root / "results.json").read_text()
+
+    pressed = formgrader_button(course, "autograde", "sharded_step", "dana")
+    assert pressed["success"], pressed
+    assert _db_score(course, "sharded_step", "dana") == project_score
+    assert (course.root / "results.json").read_text() == results
+    autograded = course.root / "autograded" / "dana" / "sharded_step" / "sharded_step.ipynb"
+    assert autograded.exists()
+
+    pressed = formgrader_button(course, "generate_feedback", "sharded_step", "dana")
+    assert pressed["success"], pressed
+    page = (course.root / "feedback" / "dana" / "sharded_step" / "sharded_step.html").read_text()
+    assert "Content-Security-Policy" in page and f"{project_score:g} / " in page
+    leaked = [line for line in hidden_lines(course, "sharded_step") if line in page]
+    assert not leaked
+    assert _db_score(course, "sharded_step", "dana") == project_score
+
+
+def test_stock_generate_feedback_force_shows_no_hidden_test(graded_course):
+    course = graded_course
+    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "generate_feedback", "sharded_step",
+                           "--force"], cwd=course.root, env=_env(course), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    page = (course.root / "feedback" / "dana" / "sharded_step" / "sharded_step.html").read_text()
+    assert "Content-Security-Policy" in page
+    assert not [line for line in hidden_lines(course, "sharded_step") if line in page]
+
+
+def test_nbgrader_export_and_the_graders_csv_do_not_overwrite_each_other(graded_course):
+    course = graded_course
+    before = (course.root / "grades.csv").read_bytes()
+    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export"], cwd=course.root,
+                          env=_env(course), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (course.root / "grades.csv").read_bytes() == before
+    exported = (course.root / "nbgrader_grades.csv").read_text()
+    assert "dana" in exported and exported.splitlines()[0] != before.decode().splitlines()[0]
