@@ -6,7 +6,7 @@
     execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
-    report    --out DIR                                   print a gradebook table
+    report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
     workspace                                             copy new assignments into workspace/ (never replaces)
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
@@ -71,7 +71,13 @@ def cmd_grade(args) -> int:
 
         print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results)} notebooks written "
               f"to {args.gradebook}")
-    print(table(results))
+    manual = {}
+    if args.gradebook:
+        from .manual_grades import points, refresh
+
+        results, hand = refresh(settings.out, args.gradebook)  # grades already entered by hand stay in the tables
+        manual = {key: points(grades) for key, grades in hand.items()}
+    print(table(results, manual))
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
           f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
@@ -179,10 +185,12 @@ def cmd_execute(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .gradebook import Gradebook
+    from .manual_grades import default_db, points, refresh
     from .report import table
 
-    print(table(Gradebook(args.out).all_results()))
+    db_url = args.gradebook or default_db(args.out)
+    results, manual = refresh(args.out, db_url)  # hand grades from formgrader into grades.csv and feedback
+    print(table(results, {key: points(grades) for key, grades in manual.items()}))
     return 0
 
 
@@ -286,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the gradebook of a grading output folder")
     report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--gradebook", metavar="DB_URL",
+                        help="nbgrader database with the grades entered by hand (default: OUT/gradebook.db if present)")
     report.set_defaults(run=cmd_report)
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")

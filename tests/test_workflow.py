@@ -272,3 +272,67 @@ def test_nbgrader_export_and_the_graders_csv_do_not_overwrite_each_other(graded_
     assert (course.root / "grades.csv").read_bytes() == before
     exported = (course.root / "nbgrader_grades.csv").read_text()
     assert "dana" in exported and exported.splitlines()[0] != before.decode().splitlines()[0]
+
+
+def _grade_by_hand(course: Course, assignment: str, student: str, comment: str) -> tuple[float, list[str]]:
+    """What formgrader's grade and comment fields store (its /formgrader/api/grade and /comment handlers):
+    full marks and a comment on every cell the course's grader does not score. Returns the points given."""
+    from nbgrader.api import Gradebook
+
+    result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())
+    autograded = {t["grade_id"] for t in result["tests"]}
+    given, names = 0.0, []
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as book:
+        submitted = book.find_submission_notebook(assignment, assignment, student)
+        for grade in submitted.grades:
+            if grade.name in autograded:
+                continue
+            grade.manual_score = grade.max_score
+            grade.needs_manual_grade = False
+            given += grade.max_score
+            names.append(grade.name)
+        for item in submitted.comments:
+            if item.name in names:
+                item.manual_comment = comment
+        book.db.commit()
+    assert names, "the lesson has a free-text answer graded by hand"
+    return given, names
+
+
+def test_grades_entered_in_formgrader_reach_grades_csv_report_and_feedback(graded_course):
+    import csv
+
+    course = graded_course
+    result_files = {p: p.stat().st_mtime_ns for p in (course.root / "results").rglob("*.json")}
+    comment = "Clear reasoning " + secrets.token_hex(3)
+    given, _ = _grade_by_hand(course, "sharded_step", "dana", comment)
+
+    done = subprocess.run([sys.executable, "-m", "grader", "report", "--out", str(course.root)], cwd=course.root,
+                          env=_env(course), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    row = next(csv.DictReader((course.root / "grades.csv").open()))
+    assert float(row["manual_score"]) == given == float(row["manual_max_score"])
+    assert float(row["total_score"]) == float(row["score"]) + given
+    assert f"{given:g}/{given:g}" in done.stdout
+
+    page = (course.root / "feedback" / "dana" / "sharded_step" / "sharded_step.html").read_text()
+    assert comment in page and "more points are graded by hand" not in page
+    total = float(row["score"]) + given
+    assert f"total: <b>{total:g} / " in page
+    pressed = formgrader_button(course, "generate_feedback", "sharded_step", "dana")
+    assert pressed["success"], pressed
+    page = (course.root / "feedback" / "dana" / "sharded_step" / "sharded_step.html").read_text()
+    assert comment in page and f"total: <b>{total:g} / " in page
+    assert {p: p.stat().st_mtime_ns for p in (course.root / "results").rglob("*.json")} == result_files  # no regrade
+
+
+def test_hand_grades_and_comments_in_feedback_are_inert_text():
+    from grader import feedback
+    from grader.manual_grades import ManualGrade
+    from grader.results import NotebookResult, Status
+
+    nb = nbformat.v4.new_notebook()
+    page = feedback.render(NotebookResult("s", "a", "a.ipynb", Status.GRADED, ""), nb,
+                           manual=[ManualGrade("why", 1.0, 2.0, "<script>alert(1)</script><img src=x onerror=f()>")])
+    assert "<script>alert" not in page and "<img" not in page and "&lt;script&gt;" in page
+    assert feedback.CSP in page
