@@ -10,8 +10,22 @@ c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = os.path.join("samples", "submitted")
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
+# A course-local exchange (git-ignored; `python -m grader lab`/`instructor` create it): release ->
+# fetch -> submit -> collect -> release_feedback -> fetch_feedback work on one machine out of the box.
+# For learners with their own accounts on a shared server, point this (and lab/learner's copy) to a
+# folder all of them can reach, as nbgrader's docs describe.
+c.Exchange.root = os.path.join(c.CourseDirectory.root, "exchange")
 # The rubric holds the grader's references; it never reaches students.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "figures", "rubric.py"]
+
+import warnings  # noqa: E402
+
+from sqlalchemy.exc import SAWarning  # noqa: E402
+
+# nbgrader 0.9 with SQLAlchemy 2.x warns on every first write of a submission ("Object of type
+# <SubmittedAssignment> not in session ... will not proceed"); the row is written all the same
+# (tests/test_workflow.py reads it back). The warning reads like a failed write, so it is hidden.
+warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session", category=SAWarning)
 
 from nbgrader import preprocessors as pp  # noqa: E402
 from grader.nbgrader_plugins import ScaffoldSolutions  # noqa: E402

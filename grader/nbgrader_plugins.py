@@ -85,6 +85,10 @@ class ProjectAutograde(Preprocessor):
 
     course_root = Unicode("", help="the course root (nbgrader_config.py sets it)").tag(config=True)
 
+    @default("enabled")
+    def _enabled(self):  # nbconvert preprocessors run only when enabled; nbgrader's own are on by default
+        return True
+
     def preprocess(self, nb, resources):
         ids = resources["nbgrader"]
         student, assignment, notebook = ids["student"], ids["assignment"], ids["notebook"]

@@ -26,6 +26,18 @@ LEARNER_CONFIG = Path("lab") / "learner"
 _SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "rubric.py")
 
 
+EXCHANGE = "exchange"
+
+
+def ensure_exchange(course: Course) -> Path:
+    """The course-local nbgrader exchange (nbgrader_config.py), created writable for every learner like /tmp."""
+    exchange = course.root / EXCHANGE
+    if not exchange.is_dir():
+        exchange.mkdir(parents=True)
+        os.chmod(exchange, 0o1777)
+    return exchange
+
+
 def workspace_dir(course: Course) -> Path:
     return course.root / WORKSPACE
 
@@ -64,6 +76,7 @@ def _root_flag() -> list[str]:
 def learner_lab(course: Course, workspace: Path | None = None, extra: list[str] = ()) -> tuple[list[str], dict, Path]:
     """argv, environment and working folder of the learner's JupyterLab."""
     workspace = workspace or workspace_dir(course)
+    ensure_exchange(course)
     argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={workspace}", *_root_flag(), *extra]
     # The working folder is the workspace too: nbgrader reads nbgrader_config.py from it and from
     # the learner configuration, never the instructor's one at the course root.
@@ -72,6 +85,7 @@ def learner_lab(course: Course, workspace: Path | None = None, extra: list[str] 
 
 def instructor_lab(course: Course, extra: list[str] = ()) -> tuple[list[str], dict, Path]:
     """argv, environment and working folder of the instructor's JupyterLab (formgrader)."""
+    ensure_exchange(course)
     argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={course.root}",
             "--LabApp.default_url=/formgrader", *_root_flag(), *extra]
     return argv, _jupyter_env(None), course.root

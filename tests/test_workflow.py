@@ -236,9 +236,13 @@ def test_formgrader_autograde_and_feedback_keep_the_projects_scores_and_hide_hid
     assert project_score < float(rows[0]["max_score"])  # hard-coded numbers do not pass the hidden tests
     assert _db_score(course, "sharded_step", "dana") == project_score
     results = (course.root / "results.json").read_text()
+    result_file = course.root / "results" / "dana" / "sharded_step" / "sharded_step.json"
+    graded_at = result_file.stat().st_mtime_ns
 
     pressed = formgrader_button(course, "autograde", "sharded_step", "dana")
     assert pressed["success"], pressed
+    assert result_file.stat().st_mtime_ns != graded_at  # the button ran the course's grader again
+    assert "graded dana/sharded_step with the course's grader" in pressed["log"]
     assert _db_score(course, "sharded_step", "dana") == project_score
     assert (course.root / "results.json").read_text() == results
     autograded = course.root / "autograded" / "dana" / "sharded_step" / "sharded_step.ipynb"
@@ -336,3 +340,53 @@ def test_hand_grades_and_comments_in_feedback_are_inert_text():
                            manual=[ManualGrade("why", 1.0, 2.0, "<script>alert(1)</script><img src=x onerror=f()>")])
     assert "<script>alert" not in page and "<img" not in page and "&lt;script&gt;" in page
     assert feedback.CSP in page
+
+
+# --- the exchange: release -> fetch -> submit -> collect -> grade -> feedback -> fetch feedback -----
+
+def _nbgrader(cwd: Path, env: dict, *args: str) -> str:
+    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path):
+    import getpass
+
+    from grader.workspace import ensure_exchange, learner_lab
+
+    course = copy_course(tmp_path / "course")
+    ensure_exchange(course)
+    instructor = _env(course)
+    _, learner, workspace = learner_lab(course, workspace=tmp_path / "learner")  # the learner's server settings
+    workspace.mkdir()
+    learner = {**learner, "JUPYTER_CONFIG_DIR": str(tmp_path / "no-user-config")}
+
+    _nbgrader(course.root, instructor, "generate_assignment", "sharded_step", "--force")  # formgrader's Generate
+    _nbgrader(course.root, instructor, "release_assignment", "sharded_step", "--force")
+    assert "sharded_step" in _nbgrader(workspace, learner, "list")
+    _nbgrader(workspace, learner, "fetch_assignment", "sharded_step")
+    fetched = workspace / "sharded_step" / "sharded_step.ipynb"
+    assert nbformat.read(fetched, as_version=4).cells  # the student notebook, not the source
+    assert "BEGIN SOLUTION" not in fetched.read_text() and not (workspace / "sharded_step" / "rubric.py").exists()
+    # the learner solves it (the instructor's solution, as the sample learner 'ada' did) and submits
+    shutil.copy2(ROOT / "samples" / "submitted" / "ada" / "sharded_step" / "sharded_step.ipynb", fetched)
+    _nbgrader(workspace, learner, "submit", "sharded_step")
+
+    _nbgrader(course.root, instructor, "collect", "sharded_step")
+    student = getpass.getuser()
+    collected = course.root / "samples" / "submitted" / student / "sharded_step" / "sharded_step.ipynb"
+    assert collected.read_bytes() == fetched.read_bytes()
+    graded = _nbgrader(course.root, instructor, "autograde", "sharded_step", "--student", student, "--force")
+    assert "Warning" not in graded, graded  # nothing a user would read as a failed write
+    result = json.loads((course.root / "results" / student / "sharded_step" / "sharded_step.json").read_text())
+    assert result["status"] == "graded" and all(t["passed"] for t in result["tests"])
+    _nbgrader(course.root, instructor, "generate_feedback", "sharded_step", "--student", student, "--force")
+    _nbgrader(course.root, instructor, "release_feedback", "sharded_step", "--student", student)
+
+    _nbgrader(workspace, learner, "fetch_feedback", "sharded_step")
+    pages = list((workspace / "sharded_step" / "feedback").rglob("sharded_step.html"))
+    assert len(pages) == 1
+    page = pages[0].read_text()
+    assert "Content-Security-Policy" in page and not [l for l in hidden_lines(course, "sharded_step") if l in page]
