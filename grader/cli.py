@@ -166,11 +166,16 @@ def cmd_samples(args) -> int:
 
 
 def cmd_execute(args) -> int:
-    from .execute import ExecutionFailed, execute
+    from .execute import BackendMissing, ExecutionFailed, check_platform, execute
 
     course = Course.default()
     notebooks = args.notebooks or [course.source_notebook(a) for a in course.assignments()]
     parameters = {name: _parameter(value) for name, value in args.parameter}
+    try:
+        check_platform(str(parameters.get("platform", "cpu")))
+    except BackendMissing as error:
+        print(f"execute: {error}", file=sys.stderr)
+        return 2
     failed = 0
     for notebook in notebooks:
         notebook = Path(notebook).resolve()

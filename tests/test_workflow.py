@@ -390,3 +390,34 @@ def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path
     assert len(pages) == 1
     page = pages[0].read_text()
     assert "Content-Security-Policy" in page and not [l for l in hidden_lines(course, "sharded_step") if l in page]
+
+
+# --- exact, quiet output ------------------------------------------------------------------------
+
+def test_execute_names_the_cell_that_failed(tmp_path):
+    from grader.execute import ExecutionFailed, execute
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("y = x + 1", metadata={"nbgrader": {"grade_id": "before"}}),
+                nbformat.v4.new_code_cell("raise ValueError('boom')", metadata={"nbgrader": {"grade_id": "fails"}}),
+                nbformat.v4.new_code_cell("z = 3", metadata={"nbgrader": {"grade_id": "after"}})]
+    source = tmp_path / "n.ipynb"
+    nbformat.write(nb, source)
+    with pytest.raises(ExecutionFailed) as failed:
+        execute(source, tmp_path / "out.ipynb", parameters={"x": 2}, progress=False)
+    assert failed.value.cell == "fails" and "ValueError: boom" in str(failed.value)
+
+
+def test_a_missing_accelerator_backend_is_one_message_that_names_the_fix():
+    import importlib.util
+
+    if importlib.util.find_spec("jax_cuda12_plugin") or importlib.util.find_spec("jax_rocm60_plugin"):
+        pytest.skip("this environment has a GPU build of JAX")
+    done = subprocess.run([sys.executable, "-m", "grader", "execute", str(ROOT / "notebooks" / "sharded_step" /
+                                                                          "sharded_step.ipynb"),
+                           "-p", "platform", "gpu", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "jax[cuda12]" in done.stderr and "-p platform cpu" in done.stderr
