@@ -6,10 +6,24 @@ Learners' submissions go through ``grader.pipeline`` instead.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import papermill
+from jupyter_client.manager import AsyncKernelManager
+
+
+def _ipc_kernel_manager(folder: Path) -> type:
+    """A kernel manager whose kernel talks over Unix sockets in ``folder`` (mode 0700) instead of loopback TCP:
+    no port another local process could subscribe to, and no "running over TCP without encryption" warning."""
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = str(folder / "kernel")
+
+    return IPCKernelManager
 
 
 @dataclass
@@ -27,10 +41,12 @@ def execute(notebook: Path, output: Path, *, parameters: dict | None = None, pro
     """Run ``notebook`` into ``output`` in the notebook's own folder; raise ``ExecutionFailed``."""
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=parameters or {}, cwd=str(notebook.parent),
-            progress_bar=progress, execution_timeout=cell_timeout, kernel_name="python3",
-        )
+        with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=parameters or {}, cwd=str(notebook.parent),
+                progress_bar=progress, execution_timeout=cell_timeout, kernel_name="python3",
+                kernel_manager_class=_ipc_kernel_manager(Path(sockets)),
+            )
     except papermill.PapermillExecutionError as error:
         cell = _failed_cell_id(output, error.cell_index)
         raise ExecutionFailed(notebook, cell, f"{error.ename}: {error.evalue}") from None

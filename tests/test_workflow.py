@@ -421,3 +421,18 @@ def test_a_missing_accelerator_backend_is_one_message_that_names_the_fix():
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "jax[cuda12]" in done.stderr and "-p platform cpu" in done.stderr
+
+
+
+def test_execute_starts_kernels_without_the_tcp_warning(tmp_path):
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
+    source = tmp_path / "n.ipynb"
+    nbformat.write(nb, source)
+    done = subprocess.run([sys.executable, "-m", "grader", "execute", str(source), "--out", str(tmp_path / "out"),
+                           "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "42" in (tmp_path / "out" / "n.ipynb").read_text()
+    assert "without encryption" not in done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.ipynb", "out"]  # no socket files left beside it
