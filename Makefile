@@ -22,6 +22,7 @@ demo: $(STAMP)
 	$(PY) -m grader figures
 	$(PY) -m grader samples
 	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(CURDIR)/gradebook.db
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

@@ -69,7 +69,7 @@ def cmd_grade(args) -> int:
     if args.gradebook:
         from .nbgrader_db import export_grades
 
-        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results)} notebooks written "
+        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results, args.submissions.resolve())} notebooks written "
               f"to {args.gradebook}")
     manual = {}
     if args.gradebook:

@@ -436,3 +436,36 @@ def test_execute_starts_kernels_without_the_tcp_warning(tmp_path):
     assert "42" in (tmp_path / "out" / "n.ipynb").read_text()
     assert "without encryption" not in done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.ipynb", "out"]  # no socket files left beside it
+
+
+# --- the demo class -----------------------------------------------------------------------------
+
+def test_demo_class_looks_like_a_real_class():
+    import csv
+
+    from nbgrader.utils import parse_utc
+
+    roster = {row["id"]: row for row in csv.DictReader((ROOT / "samples" / "roster.csv").open())}
+    folders = sorted(p for p in (ROOT / "samples" / "submitted").glob("*/*") if p.is_dir())
+    assert folders
+    for folder in folders:
+        student = folder.parent.name
+        assert roster[student]["first_name"] and roster[student]["last_name"], student
+        parse_utc((folder / "timestamp.txt").read_text().strip())
+        for notebook in folder.glob("*.ipynb"):
+            text = notebook.read_text()
+            assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, notebook
+            assert "BEGIN HIDDEN TESTS" not in text, notebook
+
+
+def test_demo_gradebook_has_names_and_submission_times(graded_course):
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    course = graded_course
+    _nbgrader(course.root, _env(course), "db", "student", "import", str(ROOT / "samples" / "roster.csv"))
+    stamp = parse_utc((ROOT / "samples" / "submitted" / "dana" / "sharded_step" / "timestamp.txt").read_text().strip())
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as book:
+        student = book.find_student("dana")
+        assert (student.first_name, student.last_name) == ("Dana", "Moreau")
+        assert book.find_submission("sharded_step", "dana").timestamp == stamp.replace(tzinfo=None)
