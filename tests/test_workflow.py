@@ -469,3 +469,31 @@ def test_demo_gradebook_has_names_and_submission_times(graded_course):
         student = book.find_student("dana")
         assert (student.first_name, student.last_name) == ("Dana", "Moreau")
         assert book.find_submission("sharded_step", "dana").timestamp == stamp.replace(tzinfo=None)
+
+
+# --- CI for the course's maintainers ------------------------------------------------------------
+
+def test_ci_workflow_is_valid_and_runs_the_same_commands_as_ci_run():
+    import yaml
+
+    workflow = ROOT / ".github" / "workflows" / "ci.yml"
+    checker = Path(sys.executable).parent / "check-jsonschema"
+    # check-jsonschema's own vendored copy of SchemaStore's GitHub workflow schema: no network needed
+    done = subprocess.run([str(checker), "--builtin-schema", "vendor.github-workflows", str(workflow)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    jobs = yaml.safe_load(workflow.read_text())["jobs"]
+    runs = {job: [step.get("run", "") for step in spec["steps"]] for job, spec in jobs.items()}
+    assert any(".ci/run test" in run for run in runs["test"])
+    assert jobs["notebooks"]["strategy"]["matrix"]["devices"] == [2, 4, 8]
+    assert any(".ci/run notebooks ${{ matrix.devices }}" in run for run in runs["notebooks"])
+    uploads = [step["with"]["path"] for step in jobs["notebooks"]["steps"] if "upload-artifact" in step.get("uses", "")]
+    assert uploads == ["ci-out/devices-${{ matrix.devices }}/"]
+    script = (ROOT / ".ci" / "run").read_text()
+    assert 'out="$PWD/ci-out/devices-$devices"' in script and "make test" in script
+    assert "-p num_devices \"$devices\" -p figures_dir \"$out/figures\"" in script
+
+
+def test_ci_run_rejects_unknown_commands():
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "run"), "nonsense"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "usage" in done.stderr
