@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 GRADING := .
 
-.PHONY: demo test lab generate figures samples grade clean-grading
+.PHONY: demo test lab instructor workspace generate figures samples grade clean-grading
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,14 +22,22 @@ demo: $(STAMP)
 	$(PY) -m grader figures
 	$(PY) -m grader samples
 	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(CURDIR)/gradebook.db
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
-# nbgrader's formgrader runs `alembic` from PATH; root needs --allow-root.
+# The learner's JupyterLab: rooted at workspace/ (git-ignored, copied once from notebooks/,
+# never regenerated), no formgrader, source/ and grading output out of reach.
 lab: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab --ServerApp.root_dir=. \
-		--LabApp.default_url=/lab/tree/notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(PY) -m grader lab
+
+# The instructor's JupyterLab: the course root, opened on formgrader.
+instructor: $(STAMP)
+	$(PY) -m grader instructor
+
+workspace: $(STAMP)
+	$(PY) -m grader workspace
 
 generate: $(STAMP)
 	$(PY) -m grader generate

@@ -10,8 +10,22 @@ c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = os.path.join("samples", "submitted")
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
+# A course-local exchange (git-ignored; `python -m grader lab`/`instructor` create it): release ->
+# fetch -> submit -> collect -> release_feedback -> fetch_feedback work on one machine out of the box.
+# For learners with their own accounts on a shared server, point this (and lab/learner's copy) to a
+# folder all of them can reach, as nbgrader's docs describe.
+c.Exchange.root = os.path.join(c.CourseDirectory.root, "exchange")
 # The rubric holds the grader's references; it never reaches students.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "figures", "rubric.py"]
+
+import warnings  # noqa: E402
+
+from sqlalchemy.exc import SAWarning  # noqa: E402
+
+# nbgrader 0.9 with SQLAlchemy 2.x warns on every first write of a submission ("Object of type
+# <SubmittedAssignment> not in session ... will not proceed"); the row is written all the same
+# (tests/test_workflow.py reads it back). The warning reads like a failed write, so it is hidden.
+warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session", category=SAWarning)
 
 from nbgrader import preprocessors as pp  # noqa: E402
 from grader.nbgrader_plugins import ScaffoldSolutions  # noqa: E402
@@ -28,3 +42,17 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # JAX compiles on first call; the default 30 s per cell is tight on 2 cores.
 c.Execute.timeout = 180
 c.ExecutePreprocessor.timeout = 180
+
+# formgrader's Autograde and Generate Feedback buttons (and `nbgrader autograde`,
+# `nbgrader generate_feedback`) run the course's grader and write its feedback page; no stock step
+# that executes learner code, scores cells or shows hidden tests is left (grader/nbgrader_plugins.py).
+from grader.nbgrader_plugins import ProjectAutograde, ProjectFeedback  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = [ProjectAutograde]
+c.Autograde.autograde_preprocessors = []
+c.GenerateFeedback.preprocessors = []
+c.GenerateFeedback.exporter_class = ProjectFeedback
+c.ProjectAutograde.course_root = c.CourseDirectory.root
+c.ProjectFeedback.course_root = c.CourseDirectory.root
+# `nbgrader export` writes its own file; grades.csv is the grader's (other columns).
+c.ExportPlugin.to = "nbgrader_grades.csv"

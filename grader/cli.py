@@ -6,7 +6,10 @@
     execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
-    report    --out DIR                                   print a gradebook table
+    report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
+    workspace                                             copy new assignments into workspace/ (never replaces)
+    lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
+    instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
 """
 from __future__ import annotations
 
@@ -66,9 +69,15 @@ def cmd_grade(args) -> int:
     if args.gradebook:
         from .nbgrader_db import export_grades
 
-        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results)} notebooks written "
+        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results, args.submissions.resolve())} notebooks written "
               f"to {args.gradebook}")
-    print(table(results))
+    manual = {}
+    if args.gradebook:
+        from .manual_grades import points, refresh
+
+        results, hand = refresh(settings.out, args.gradebook)  # grades already entered by hand stay in the tables
+        manual = {key: points(grades) for key, grades in hand.items()}
+    print(table(results, manual))
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
           f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
@@ -157,11 +166,16 @@ def cmd_samples(args) -> int:
 
 
 def cmd_execute(args) -> int:
-    from .execute import ExecutionFailed, execute
+    from .execute import BackendMissing, ExecutionFailed, check_platform, execute
 
     course = Course.default()
     notebooks = args.notebooks or [course.source_notebook(a) for a in course.assignments()]
     parameters = {name: _parameter(value) for name, value in args.parameter}
+    try:
+        check_platform(str(parameters.get("platform", "cpu")))
+    except BackendMissing as error:
+        print(f"execute: {error}", file=sys.stderr)
+        return 2
     failed = 0
     for notebook in notebooks:
         notebook = Path(notebook).resolve()
@@ -176,11 +190,43 @@ def cmd_execute(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .gradebook import Gradebook
+    from .manual_grades import default_db, points, refresh
     from .report import table
 
-    print(table(Gradebook(args.out).all_results()))
+    db_url = args.gradebook or default_db(args.out)
+    results, manual = refresh(args.out, db_url)  # hand grades from formgrader into grades.csv and feedback
+    print(table(results, {key: points(grades) for key, grades in manual.items()}))
     return 0
+
+
+def cmd_workspace(args) -> int:
+    from .workspace import seed, workspace_dir
+
+    course = Course.default()
+    for folder in seed(course):
+        print(f"copied {folder.relative_to(course.root)} from {course.release.relative_to(course.root)}")
+    print(f"your work is in {workspace_dir(course)}: generate, demo and the tests never touch it")
+    return 0
+
+
+def _exec_lab(argv, env, cwd) -> int:
+    os.chdir(cwd)
+    os.execve(argv[0], argv, env)
+    return 1  # not reached
+
+
+def cmd_lab(args) -> int:
+    from .workspace import learner_lab, seed
+
+    course = Course.default()
+    seed(course)
+    return _exec_lab(*learner_lab(course, extra=args.jupyter_args))
+
+
+def cmd_instructor(args) -> int:
+    from .workspace import instructor_lab
+
+    return _exec_lab(*instructor_lab(Course.default(), extra=args.jupyter_args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,7 +302,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the gradebook of a grading output folder")
     report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--gradebook", metavar="DB_URL",
+                        help="nbgrader database with the grades entered by hand (default: OUT/gradebook.db if present)")
     report.set_defaults(run=cmd_report)
+
+    workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
+    workspace.set_defaults(run=cmd_workspace)
+    lab = sub.add_parser("lab", help="the learner's JupyterLab, rooted at workspace/ (no formgrader, no source/)")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    lab.set_defaults(run=cmd_lab)
+    instructor = sub.add_parser("instructor", help="the instructor's JupyterLab at the course root, with formgrader")
+    instructor.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    instructor.set_defaults(run=cmd_instructor)
     return parser
 
 

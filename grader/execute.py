@@ -6,10 +6,24 @@ Learners' submissions go through ``grader.pipeline`` instead.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import papermill
+from jupyter_client.manager import AsyncKernelManager
+
+
+def _ipc_kernel_manager(folder: Path) -> type:
+    """A kernel manager whose kernel talks over Unix sockets in ``folder`` (mode 0700) instead of loopback TCP:
+    no port another local process could subscribe to, and no "running over TCP without encryption" warning."""
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = str(folder / "kernel")
+
+    return IPCKernelManager
 
 
 @dataclass
@@ -27,10 +41,12 @@ def execute(notebook: Path, output: Path, *, parameters: dict | None = None, pro
     """Run ``notebook`` into ``output`` in the notebook's own folder; raise ``ExecutionFailed``."""
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=parameters or {}, cwd=str(notebook.parent),
-            progress_bar=progress, execution_timeout=cell_timeout, kernel_name="python3",
-        )
+        with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=parameters or {}, cwd=str(notebook.parent),
+                progress_bar=progress, execution_timeout=cell_timeout, kernel_name="python3",
+                kernel_manager_class=_ipc_kernel_manager(Path(sockets)),
+            )
     except papermill.PapermillExecutionError as error:
         cell = _failed_cell_id(output, error.cell_index)
         raise ExecutionFailed(notebook, cell, f"{error.ename}: {error.evalue}") from None
@@ -38,10 +54,39 @@ def execute(notebook: Path, output: Path, *, parameters: dict | None = None, pro
 
 
 def _failed_cell_id(output: Path, index: int) -> str:
+    """The failing cell's grade id (or cell id). papermill inserts an error banner cell above the notebook
+    after the run, so ``index`` from its exception points one cell too early in the written notebook; the
+    failing cell is the one papermill marks with ``metadata.papermill.exception``."""
     import nbformat
 
     try:
-        cell = nbformat.read(output, as_version=4).cells[index]
-    except (OSError, IndexError, ValueError):
+        cells = nbformat.read(output, as_version=4).cells
+    except (OSError, ValueError):
         return str(index)
+    failed = [c for c in cells if c.get("metadata", {}).get("papermill", {}).get("exception")]
+    if not failed:
+        return str(index)
+    cell = failed[0]
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id") or str(index)
+
+
+class BackendMissing(Exception):
+    pass
+
+
+def check_platform(platform: str) -> None:
+    """Fail in one sentence, before any notebook runs, when this environment's JAX lacks the accelerator."""
+    import subprocess
+    import sys
+
+    if platform in ("", "cpu"):
+        return
+    probe = subprocess.run([sys.executable, "-c", f"import jax; jax.devices({platform!r})"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        package = {"gpu": "jax[cuda12]", "cuda": "jax[cuda12]", "rocm": "jax[rocm]", "tpu": "jax[tpu]"}.get(platform,
+                                                                                                           "jax")
+        raise BackendMissing(
+            f"platform {platform!r}: this environment's JAX has no {platform} backend (no {platform} device or "
+            f"no {platform} build of JAX); install it with `.venv/bin/pip install '{package}'` on a machine with "
+            f"the accelerator, or run with -p platform cpu")

@@ -91,8 +91,19 @@ def _output_html(output, text: _Text) -> str:
     return ""
 
 
-def render(result: NotebookResult, executed) -> str:
+def _manual_html(manual, text: _Text) -> str:
+    """The answers graded by hand in formgrader (``grader.manual_grades.ManualGrade``), with the comments."""
+    rows = "".join(
+        f"<tr><td>{text(g.grade_id)}</td><td>{'to be graded' if g.score is None else f'{g.score:g}'} / "
+        f"{g.max_score:g}</td><td>{text(g.comment)}</td></tr>" for g in manual)
+    return f"<h2>Graded by hand</h2><table><tr><th>answer</th><th>points</th><th>comment</th></tr>{rows}</table>"
+
+
+def render(result: NotebookResult, executed, manual=None) -> str:
+    """The learner's page; ``manual``: the hand-graded answers read back from nbgrader's gradebook, if any."""
     text = _Text(executed)
+    graded_by_hand = bool(manual) and all(g.score is not None for g in manual)
+    hand_points = sum(g.score for g in manual) if graded_by_hand else 0.0
     by_test = {t.grade_id: t for t in result.tests}
     parts = [
         f"<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
@@ -101,7 +112,10 @@ def render(result: NotebookResult, executed) -> str:
         f"<h1>{text(result.assignment_id)} · {text(result.student_id)}</h1>",
         f"<p>Status: <b>{text(result.status.value)}</b>. {text(result.message)}</p>",
         f"<p>Autograded score: <b>{result.score:g} / {result.max_score:g}</b>"
-        + (f"; {result.manual_max_score:g} more points are graded by hand." if result.manual_max_score else "")
+        + (f"; graded by hand: <b>{hand_points:g} / {result.manual_max_score:g}</b>; total: "
+           f"<b>{result.score + hand_points:g} / {result.max_score + result.manual_max_score:g}</b>."
+           if graded_by_hand else
+           f"; {result.manual_max_score:g} more points are graded by hand." if result.manual_max_score else "")
         + "</p>",
         "<table><tr><th>test</th><th>points</th><th>result</th></tr>",
     ]
@@ -112,6 +126,8 @@ def render(result: NotebookResult, executed) -> str:
             f"<td class='{css}'>{text.judge(test.message)}</td></tr>"
         )
     parts.append("</table>")
+    if manual:
+        parts.append(_manual_html(manual, text))
     if result.tampering:
         parts.append("<h2>Restored cells</h2><ul>" + "".join(f"<li>{text(t)}</li>" for t in result.tampering) + "</ul>")
     parts.append("<h2>Your notebook</h2>")

@@ -29,7 +29,7 @@ ATTEMPTS = "grader_attempts"
 
 CSV_COLUMNS = [
     "student_id", "assignment_id", "notebook", "score", "max_score",
-    "manual_score", "manual_max_score", "status", "message", "flags", "tampering",
+    "manual_score", "manual_max_score", "status", "message", "flags", "tampering", "total_score",
 ]
 
 
@@ -107,6 +107,18 @@ class Gradebook:
         except (TypeError, ValueError, KeyError):
             return None
 
+    def stored(self, student: str, assignment: str, notebook: str) -> NotebookResult | None:
+        """The last result recorded for this notebook, or None."""
+        data = self._stored(student, assignment, notebook)
+        if data is None:
+            return None
+        data.pop("submission_sha256", None)
+        data.pop(ATTEMPTS, None)
+        try:
+            return NotebookResult.from_dict(data)
+        except (TypeError, ValueError, KeyError):
+            return None
+
     def all_results(self) -> list[NotebookResult]:
         results = []
         for path in sorted((self.out / "results").glob("*/*/*.json")):
@@ -116,17 +128,23 @@ class Gradebook:
             results.append(NotebookResult.from_dict(data))
         return sorted(results, key=lambda r: (r.student_id, r.assignment_id, r.notebook))
 
-    def write_tables(self, results: list[NotebookResult]) -> None:
+    def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:
+        """grades.csv and results.json; ``manual`` maps (student, assignment, notebook) to the points graded by
+        hand (``grader.manual_grades``), None where some are still to grade."""
+        manual = manual or {}
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for r in results:
+            by_hand = manual.get((r.student_id, r.assignment_id, r.notebook))
+            complete = r.reported_score is not None and (by_hand is not None or not r.manual_max_score)
             writer.writerow({
                 "student_id": r.student_id, "assignment_id": r.assignment_id, "notebook": r.notebook,
                 "score": "" if r.reported_score is None else f"{r.reported_score:g}", "max_score": f"{r.max_score:g}",
-                "manual_score": "", "manual_max_score": f"{r.manual_max_score:g}",
+                "manual_score": "" if by_hand is None else f"{by_hand:g}", "manual_max_score": f"{r.manual_max_score:g}",
                 "status": r.status.value, "message": r.message,
                 "flags": " | ".join(r.flags), "tampering": " | ".join(r.tampering),
+                "total_score": f"{r.reported_score + (by_hand or 0):g}" if complete else "",
             })
         atomic_write(self.out / "grades.csv", buffer.getvalue())
         stable = [{k: v for k, v in r.to_dict().items() if k != "seconds"} for r in results]

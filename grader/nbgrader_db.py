@@ -11,14 +11,29 @@ import tempfile
 from pathlib import Path
 
 from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
 
 from .generate import generate
 from .layout import Course
 from .results import NotebookResult
 
 
-def export_grades(db_url: str, course: Course, results: list[NotebookResult]) -> int:
-    """Write every autograded score of ``results`` into ``db_url``; return how many notebooks."""
+def _submitted_at(submissions: Path | None, student: str, assignment: str):
+    """The submission time nbgrader's ``collect`` recorded (``timestamp.txt``), or None."""
+    if submissions is None:
+        return None
+    path = submissions / student / assignment / "timestamp.txt"
+    try:
+        return parse_utc(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def export_grades(db_url: str, course: Course, results: list[NotebookResult], submissions: Path | None = None) -> int:
+    """Write every autograded score of ``results`` into ``db_url``; return how many notebooks.
+
+    With ``submissions`` (the folder graded), each submission also gets the time in its ``timestamp.txt``,
+    as ``nbgrader autograde`` records it."""
     assignments = sorted({r.assignment_id for r in results if r.assignment_id in course.assignments()})
     with tempfile.TemporaryDirectory() as tmp:
         # nbgrader itself records each assignment's notebooks and cells (its SaveCells step).
@@ -30,7 +45,9 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult]) ->
                     or result.status.value == "invalid_folder":
                 continue  # no score to copy, or no student to create
             book.update_or_create_student(result.student_id)
-            book.update_or_create_submission(result.assignment_id, result.student_id)
+            when = _submitted_at(submissions, result.student_id, result.assignment_id)
+            book.update_or_create_submission(result.assignment_id, result.student_id,
+                                             **({"timestamp": when} if when else {}))
             notebook = Path(result.notebook).stem
             for test in result.tests:
                 grade = book.find_grade(test.grade_id, notebook, result.assignment_id, result.student_id)

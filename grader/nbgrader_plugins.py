@@ -41,3 +41,101 @@ class ScaffoldSolutions(ClearSolutions):
         if inside:
             raise RuntimeError("no end solution statement found")
         return "\n".join(lines)
+
+
+# --- formgrader and stock commands on the project's grader -----------------------------------
+#
+# formgrader's Autograde button and `nbgrader autograde` build nbgrader's Autograde converter,
+# its Generate Feedback button and `nbgrader generate_feedback` the GenerateFeedback converter,
+# both from nbgrader_config.py. The course replaces their steps there: Autograde grades with
+# this project's grader (sealed kernel, judged outside it, scores written to the gradebook by
+# the grader itself) and GenerateFeedback writes the project's feedback page. No stock step that
+# executes learner code, scores cells or renders hidden tests is left in either.
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import nbformat  # noqa: E402
+from nbconvert.exporters import Exporter  # noqa: E402
+from nbconvert.preprocessors import Preprocessor  # noqa: E402
+from traitlets import Unicode, default  # noqa: E402
+
+
+class NotGradedByProject(RuntimeError):
+    pass
+
+
+def _course_root(configured: str) -> Path:
+    from .layout import Course
+
+    return Path(configured).resolve() if configured else Course.default().root
+
+
+class ProjectAutograde(Preprocessor):
+    """Grade the submission with ``python -m grader grade`` and hand nbgrader the project's autograded notebook.
+
+    Used as nbgrader's only sanitize step (autograde steps: none), so what formgrader and
+    ``nbgrader autograde`` store is exactly what the project's grader wrote, scores included.
+    """
+
+    course_root = Unicode("", help="the course root (nbgrader_config.py sets it)").tag(config=True)
+
+    @default("enabled")
+    def _enabled(self):  # nbconvert preprocessors run only when enabled; nbgrader's own are on by default
+        return True
+
+    def preprocess(self, nb, resources):
+        ids = resources["nbgrader"]
+        student, assignment, notebook = ids["student"], ids["assignment"], ids["notebook"]
+        root = _course_root(self.course_root)
+        submitted = Path(resources["metadata"]["path"])
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(submitted, Path(tmp) / student / assignment,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            command = [sys.executable, "-m", "grader", "grade", "--submissions", tmp, "--out", str(root),
+                       "--workers", "1", "--assignment", assignment, "--force", "--gradebook", ids["db_url"]]
+            done = subprocess.run(command, cwd=root, env={**os.environ, "COURSE_ROOT": str(root)},
+                                  capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NotGradedByProject(f"the course's grader failed on {student}/{assignment}:\n{done.stderr[-3000:]}")
+        self.log.info("graded %s/%s with the course's grader", student, assignment)
+        from .gradebook import Gradebook
+
+        graded = Gradebook(root).autograded_path(student, assignment, f"{notebook}.ipynb")
+        if graded.exists():
+            return nbformat.read(graded, as_version=4), resources
+        result = Gradebook(root).result_path(student, assignment, f"{notebook}.ipynb")
+        data = json.loads(result.read_text(encoding="utf-8"))
+        stub = nbformat.v4.new_notebook()
+        stub.cells.append(nbformat.v4.new_markdown_cell(
+            f"Not executed by the course's grader: **{data.get('status')}**."))  # message: see grades.csv
+        return stub, resources
+
+
+class ProjectFeedback(Exporter):
+    """nbgrader's feedback exporter replaced by the project's feedback page (hidden tests withheld)."""
+
+    course_root = Unicode("", help="the course root (nbgrader_config.py sets it)").tag(config=True)
+    output_mimetype = "text/html"
+
+    @default("file_extension")
+    def _html(self):
+        return ".html"
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        nb_copy, resources = super().from_notebook_node(nb, resources, **kw)
+        ids = resources["nbgrader"]
+        from .manual_grades import feedback_page
+
+        page = feedback_page(_course_root(self.course_root), ids["student"], ids["assignment"],
+                             f"{ids['notebook']}.ipynb", ids.get("db_url"))
+        if page is None:
+            raise NotGradedByProject(
+                f"{ids['student']}/{ids['assignment']} has no result from the course's grader: press Autograde "
+                "(or run `python -m grader grade`) first")
+        return page, resources

@@ -4,13 +4,16 @@ from __future__ import annotations
 from .results import NotebookResult
 
 
-def table(results: list[NotebookResult]) -> str:
+def table(results: list[NotebookResult], manual: dict | None = None) -> str:
+    """``manual``: (student, assignment, notebook) -> points graded by hand (None while some are still to grade)."""
+    manual = manual or {}
     header = ("student", "notebook", "points", "manual", "status", "message")
     rows = [header]
     for r in results:
-        manual = f"?/{r.manual_max_score:g}" if r.manual_max_score else "-"
+        by_hand = manual.get((r.student_id, r.assignment_id, r.notebook))
+        hand = "-" if not r.manual_max_score else f"{'?' if by_hand is None else f'{by_hand:g}'}/{r.manual_max_score:g}"
         points = "-" if r.reported_score is None else f"{r.score:g}"
-        rows.append((r.student_id, r.assignment_id, f"{points}/{r.max_score:g}", manual, r.status.value,
+        rows.append((r.student_id, r.assignment_id, f"{points}/{r.max_score:g}", hand, r.status.value,
                      (r.message[:60] + "…") if len(r.message) > 61 else r.message))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]

@@ -106,10 +106,15 @@ def parse(path: Path) -> Scenario:
     return scenario
 
 
+SOLUTION_MARKERS = re.compile(r"^[ \t]*### (?:BEGIN|END) SOLUTION[ \t]*(?:\n|$)", re.M)
+
+
 def solution_copy(nb) -> nbformat.NotebookNode:
-    """The instructor notebook as a learner who solved everything would hold it."""
+    """The instructor notebook as a learner who solved everything would hold it: the solutions without
+    nbgrader's ``### BEGIN/END SOLUTION`` lines (a learner never sees them), hidden tests and outputs gone."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
+        cell.source = SOLUTION_MARKERS.sub("", cell.source)
         if cells.is_autograded_test(cell):
             cell.source = HIDDEN.sub("", cell.source).rstrip("\n")
         if cell.cell_type == "code":

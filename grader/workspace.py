@@ -1,0 +1,91 @@
+"""The learner's workspace: their own copy of the student notebooks, which nothing regenerates.
+
+``notebooks/`` is nbgrader's release folder: ``generate`` rewrites it (and ``nbgrader
+generate_assignment`` deletes it first). Learners therefore never work there. ``make lab``
+serves ``workspace/`` (git-ignored): each assignment is copied there from ``notebooks/`` once,
+when the learner has no folder of that name yet, and is never replaced or deleted afterwards;
+``generate``, ``demo`` and the tests do not touch it.
+
+The learner's Jupyter server is rooted at the workspace, so its file browser and contents API
+cannot reach ``source/`` (solutions, hidden tests), ``rubric.py``, submissions or grading output,
+and it runs with the learner's configuration (``lab/learner/``): no formgrader. The instructor's
+server (``make instructor``) is rooted at the course and opens formgrader.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .layout import Course
+
+WORKSPACE = "workspace"
+LEARNER_CONFIG = Path("lab") / "learner"
+# What a learner never needs from the release folder.
+_SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "rubric.py")
+
+
+EXCHANGE = "exchange"
+
+
+def ensure_exchange(course: Course) -> Path:
+    """The course-local nbgrader exchange (nbgrader_config.py), created writable for every learner like /tmp."""
+    exchange = course.root / EXCHANGE
+    if not exchange.is_dir():
+        exchange.mkdir(parents=True)
+        os.chmod(exchange, 0o1777)
+    return exchange
+
+
+def workspace_dir(course: Course) -> Path:
+    return course.root / WORKSPACE
+
+
+def seed(course: Course, workspace: Path | None = None) -> list[Path]:
+    """Copy each released assignment the learner does not have yet; return the folders created.
+
+    A folder that exists is left exactly as it is, whatever it holds.
+    """
+    workspace = workspace or workspace_dir(course)
+    workspace.mkdir(parents=True, exist_ok=True)
+    created = []
+    for assignment in course.assignments():
+        released, mine = course.release / assignment, workspace / assignment
+        if not released.is_dir() or os.path.lexists(mine):
+            continue
+        shutil.copytree(released, mine, ignore=_SKIP)
+        created.append(mine)
+    return created
+
+
+def _jupyter_env(extra_config: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # nbgrader's server extensions run `alembic` and other tools from PATH.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if extra_config is not None:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (str(extra_config), env.get("JUPYTER_CONFIG_PATH", "")) if p)
+    return env
+
+
+def _root_flag() -> list[str]:
+    return ["--allow-root"] if os.geteuid() == 0 else []
+
+
+def learner_lab(course: Course, workspace: Path | None = None, extra: list[str] = ()) -> tuple[list[str], dict, Path]:
+    """argv, environment and working folder of the learner's JupyterLab."""
+    workspace = workspace or workspace_dir(course)
+    ensure_exchange(course)
+    argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={workspace}", *_root_flag(), *extra]
+    # The working folder is the workspace too: nbgrader reads nbgrader_config.py from it and from
+    # the learner configuration, never the instructor's one at the course root.
+    return argv, _jupyter_env(course.root / LEARNER_CONFIG), workspace
+
+
+def instructor_lab(course: Course, extra: list[str] = ()) -> tuple[list[str], dict, Path]:
+    """argv, environment and working folder of the instructor's JupyterLab (formgrader)."""
+    ensure_exchange(course)
+    argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={course.root}",
+            "--LabApp.default_url=/formgrader", *_root_flag(), *extra]
+    return argv, _jupyter_env(None), course.root
