@@ -1,6 +1,8 @@
 """Course figures drawn from computed values, saved as reproducible SVG."""
 from __future__ import annotations
 
+import base64
+import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -28,18 +30,24 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
 
 
 def show(fig, figures_dir: str | Path, name: str) -> None:
-    """Save ``fig`` as ``figures_dir/name``, display that SVG below the cell, close ``fig``.
+    """Save ``fig`` as ``figures_dir/name``, display it below the cell, close ``fig``.
 
-    The figure is displayed explicitly (as the saved file's SVG), never left to the
-    inline backend: that backend shows only the first figure a kernel draws inside
-    ``rc_context``, so later figure cells would show nothing. Closing the figure keeps
-    it from being drawn a second time.
+    The figure is displayed explicitly, never left to the inline backend: that backend
+    shows only the first figure a kernel draws inside ``rc_context``, so later figure
+    cells would show nothing. The output holds the saved SVG and a PNG of the same
+    figure: JupyterLab shows the SVG in a notebook it trusts and the PNG otherwise (a
+    reopened notebook, the grader's sanitized copies). Closing the figure keeps it
+    from being drawn a second time.
     """
-    from IPython.display import SVG, display
+    from IPython.display import display
 
     path = save(fig, figures_dir, name)
+    png = io.BytesIO()
+    with plt.rc_context(_STYLE):
+        fig.savefig(png, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
-    display(SVG(filename=str(path)))
+    display({"image/svg+xml": path.read_text(), "image/png": base64.b64encode(png.getvalue()).decode("ascii"),
+             "text/plain": f"<Figure: {name}>"}, raw=True)
 
 
 def bar_panel(ax, labels, series, ylabel, value_format="{:.3g}"):
