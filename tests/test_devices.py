@@ -8,6 +8,7 @@ with the device count papermill used.
 """
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
@@ -103,3 +104,13 @@ def test_setup_cell_shows_the_configuration_it_made(executed, assignment, device
     text = "".join(o.get("text", "") for o in setup.outputs)
     assert f"{devices} cpu devices" in text
     assert "jax_platforms = 'cpu'" in text and f"jax_num_cpu_devices = {devices}" in text
+
+
+@pytest.mark.parametrize("assignment,devices", RUNS)
+def test_no_printed_number_is_a_negative_zero(executed, assignment, devices):
+    """A value like -3e-9 printed with a fixed number of decimals reads as -0.000000 (issue #14)."""
+    for cell in executed[(assignment, devices)].cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
+            found = re.search(r"(?<![\w.])-0\.0*(?!\d*[1-9eE])", text)
+            assert not found, f"{assignment} cell {cell.id} prints {found.group()!r}"

@@ -222,3 +222,12 @@ def test_a_broken_docstring_promise_is_reported_at_its_todo(course, tmp_path):
         if not (failed == learner_cell or failed.startswith("test-")):
             function = re.search(r"^def (\w+)", _mutate(course, assignment, learner_cell, "", ""), re.M).group(1)
             assert function in error, f"{assignment}: {failed} reports a wrong {learner_cell} without naming {function}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_visible_test_asserts_something(course, assignment):
+    for cell in _notebook(course, assignment).cells:
+        if cells.is_autograded_test(cell):
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            assert re.search(r"^\s*(assert |np\.testing\.assert_)", visible, re.M), (
+                f"{assignment}: the visible part of {cells.grade_id(cell)} checks nothing")
