@@ -79,11 +79,17 @@ def encode(value) -> dict:
 
 
 def record(key: str, value) -> None:
-    """Publish ``value`` under ``key`` for the grader (shown as nothing in JupyterLab)."""
+    """Publish ``value`` under ``key`` for the grader; the learner sees nothing.
+
+    The output carries the payload under ``MIME_TYPE`` and an empty ``text/plain``:
+    JupyterLab and nbconvert render the empty text as nothing (an output with only an
+    unknown MIME type also shows nothing in JupyterLab, but nbconvert warns about it
+    once per record), so no plumbing line reaches the learner's screen.
+    """
     from IPython.display import display
 
     payload = {"key": str(key), "value": encode(value)}
-    display({MIME_TYPE: payload, "text/plain": f"<recorded {key}>"}, raw=True)
+    display({MIME_TYPE: payload, "text/plain": ""}, raw=True)
 
 
 def lowered_text(fn, *args) -> str:

@@ -78,7 +78,10 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
             )
     chosen = devices[:num_devices]
     names = " ".join(str(d.id) for d in chosen)
-    print(f"JAX {jax.__version__}: {len(chosen)} {chosen[0].platform} devices (ids {names})")
+    # One print, so the two lines reach the notebook as one output (they show the configuration made above).
+    print(f"JAX {jax.__version__}: {len(chosen)} {chosen[0].platform} devices (ids {names})\n"
+          f"jax.config: jax_platforms = {jax.config.jax_platforms!r}, "
+          f"jax_num_cpu_devices = {jax.config.jax_num_cpu_devices}")
     return chosen
 
 

@@ -8,6 +8,7 @@ with the device count papermill used.
 """
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
@@ -59,3 +60,57 @@ def test_a_missing_record_fails_with_words_a_learner_knows(executed, course, ass
             others = {k: v for k, v in records.items() if k != key}
             passed, message = rubric.judge(cells.grade_id(cell), Evidence(others, broken, num_devices=devices))
             assert passed or key not in message, f"{assignment} {cells.grade_id(cell)} without {key}: {message}"
+
+
+# -- what a learner sees in the executed notebooks (issue #14) -------------------------------------
+
+def _figure_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and "figures.show(" in c.source]
+
+
+@pytest.mark.parametrize("assignment,devices", RUNS)
+def test_every_figure_cell_displays_its_figure(executed, assignment, devices):
+    """Each figure cell shows an image below itself, not only the first figure of the kernel."""
+    nb = executed[(assignment, devices)]
+    drawing = [c for c in nb.cells if c.cell_type == "code" and "figures." in c.source and "import" not in c.source]
+    assert drawing and drawing == _figure_cells(nb), "every cell that draws a figure must display it with figures.show"
+    for cell in drawing:
+        images = [o for o in cell.outputs if o.output_type == "display_data"
+                  and ({"image/svg+xml", "image/png"} & set(o.get("data", {})))]
+        assert len(images) == 1, f"{assignment} at {devices} devices: cell {cell.id} shows {len(images)} figures, not 1"
+
+
+@pytest.mark.parametrize("assignment,devices", RUNS)
+def test_no_learner_visible_output_shows_recorder_plumbing(executed, assignment, devices):
+    """Records carry their payload for the grader and show nothing: no `<recorded key>` lines."""
+    from coursekit.record import MIME_TYPE
+
+    records = 0
+    for cell in executed[(assignment, devices)].cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            visible = output.get("text", "") + "".join(
+                str(value) for key, value in data.items() if key.startswith("text/"))
+            assert "<recorded" not in visible and MIME_TYPE not in visible, f"{assignment} cell {cell.id}: {visible[:200]}"
+            if MIME_TYPE in data:
+                records += 1
+                assert set(data) <= {MIME_TYPE, "text/plain"} and data.get("text/plain", "") == ""
+    assert records > 0
+
+
+@pytest.mark.parametrize("assignment,devices", RUNS)
+def test_setup_cell_shows_the_configuration_it_made(executed, assignment, devices):
+    setup = next(c for c in executed[(assignment, devices)].cells if cells.grade_id(c) == "setup")
+    text = "".join(o.get("text", "") for o in setup.outputs)
+    assert f"{devices} cpu devices" in text
+    assert "jax_platforms = 'cpu'" in text and f"jax_num_cpu_devices = {devices}" in text
+
+
+@pytest.mark.parametrize("assignment,devices", RUNS)
+def test_no_printed_number_is_a_negative_zero(executed, assignment, devices):
+    """A value like -3e-9 printed with a fixed number of decimals reads as -0.000000 (issue #14)."""
+    for cell in executed[(assignment, devices)].cells:
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
+            found = re.search(r"(?<![\w.])-0\.0*(?!\d*[1-9eE])", text)
+            assert not found, f"{assignment} cell {cell.id} prints {found.group()!r}"
