@@ -400,7 +400,7 @@ def test_a_grader_error_row_has_no_score_and_says_what_failed(one_submission, co
             raise KeyError("image.png")
         return "<p>page</p>"
 
-    def all_tests_passed(course, assignment, source, execution, num_devices):
+    def all_tests_passed(course, assignment, source, execution, num_devices, programs=None):
         tests = pipeline._skeleton(Job("ada", assignment, Path()), source).tests
         for test in tests:
             test.points, test.passed, test.message = test.max_points, True, "passed"

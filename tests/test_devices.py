@@ -4,7 +4,8 @@ Hidden tests also run the learner's functions on sub-meshes of those devices
 (``coursekit.meshes.sub_mesh_sizes``: 1 of 2; 1, 4 and 7 of 8), which must pass too.
 
 The records of each executed test cell are judged by the rubric, as in grading,
-with the device count papermill used.
+with the device count papermill used, and so are the programs the hidden tests
+exported (run on fresh inputs in their own sandbox, as in grading).
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from grader import cells
 from grader.execute import execute
 from grader.judge import Evidence, load_rubric
 from grader.layout import ASSIGNMENTS
+from grader.pipeline import Settings, by_test, declared_programs, recorded_programs
+from grader.programs.launch import run_programs
 from grader.records import records_of_cell
 
 RUNS = [(a, n) for a in ASSIGNMENTS for n in (2, 8)]
@@ -39,12 +42,18 @@ def executed(tmp_path_factory, course):
 
 
 @pytest.mark.parametrize("assignment,devices", RUNS)
-def test_solution_scores_full_marks(executed, course, assignment, devices):
+def test_solution_scores_full_marks(executed, course, assignment, devices, tmp_path):
     rubric = load_rubric(course.rubric(assignment))
-    for cell in executed[(assignment, devices)].cells:
+    nb = executed[(assignment, devices)]
+    declared = declared_programs(course, assignment, devices)
+    runs = by_test(run_programs(recorded_programs(nb, declared), declared, devices, Settings(out=tmp_path)))
+    everywhere = {key: run for own in runs.values() for key, run in own.items()}
+    for cell in nb.cells:
         if cells.is_autograded_test(cell):
             records, broken = records_of_cell(cell)
-            passed, message = rubric.judge(cells.grade_id(cell), Evidence(records, broken, num_devices=devices))
+            programs = {**everywhere, **runs.get(cells.grade_id(cell), {})}
+            passed, message = rubric.judge(cells.grade_id(cell), Evidence(records, broken, num_devices=devices,
+                                                                             programs=programs))
             assert passed, f"{assignment} at {devices} devices, {cells.grade_id(cell)}: {message}"
 
 
