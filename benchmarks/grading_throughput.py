@@ -66,7 +66,7 @@ CLASS = {
                      ("ada", "blake", "chen", "dana", "ada", "chen", "blake", "ada", "dana", "ada")],
     "local_mean_diagnosis": [SAMPLES / "local_mean_diagnosis" / f"{n}.py" for n in ("ada", "blake", "chen")] + [
         CORPUS / "local_mean_diagnosis" / f"{n}.py" for n in (
-            "correct-count-weighted-means", "correct-global-masked-sum", "correct-psum-numerators",
+            "correct-count-weighted-means", "correct-stacked-psum", "correct-psum-numerators",
             "wrong-divide-by-devices", "wrong-divide-by-sequences", "wrong-nan-empty-shard",
             "wrong-pmean-local-means")],
     "collectives": [SAMPLES / "collectives" / f"{n}.py" for n in ("ada", "blake", "chen")] + [
@@ -76,6 +76,14 @@ CLASS = {
             "wrong-scatter-untiled")],
 }
 GiB = 1024**3
+# The course routes formgrader's Autograde and Generate Feedback to the project's grader (issue 13); the
+# baseline must be nbgrader's own pipeline, so its defaults are put back in the temporary course.
+STOCK_AUTOGRADE = """
+for _section, _keys in {"Autograde": ["sanitize_preprocessors", "autograde_preprocessors"],
+                        "GenerateFeedback": ["preprocessors", "exporter_class"]}.items():
+    for _key in _keys:
+        c[_section].pop(_key, None)
+"""
 
 
 def venv_bin() -> Path:
@@ -319,6 +327,8 @@ def stock_course(course: Course, submitted: Path, root: Path, log: Path) -> None
     for name in ("source", "notebooks"):
         shutil.copytree(course.root / name, root / name)
     shutil.copy(course.root / "nbgrader_config.py", root / "nbgrader_config.py")
+    with (root / "nbgrader_config.py").open("a") as config:  # the baseline is stock nbgrader's own autograde
+        config.write(STOCK_AUTOGRADE)
     shutil.copytree(submitted, root / "samples" / "submitted")
     for assignment in ASSIGNMENTS:  # the instructor's one-time set-up: fills the gradebook's cells
         timed(["nbgrader", "generate_assignment", assignment, "--force"], log, cwd=root)
