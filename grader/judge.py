@@ -237,15 +237,21 @@ class Evidence:
             raise Mismatch(f"{name}: {run.error}")
         return run
 
-    def program_shardings(self, key: str, *, outputs: list[bool], what: str | None = None) -> ProgramRun:
-        """The program takes its inputs split as the course says, and ``outputs[i]`` says whether output i is
-        replicated on every device (True) or split (False)."""
+    def program_inputs(self, key: str, *, what: str | None = None) -> ProgramRun:
+        """The program's run, after checking that it takes its inputs split as the course says."""
         name = self.name(key, what)
         run = self.program(key, what=what)
         for index, (actual, expected) in enumerate(zip(run.in_shardings, run.expected_in_shardings)):
             if actual is not None and actual != expected:
                 raise Mismatch(f"{name}: argument {index + 1} is placed as {actual}, the course places it as "
                                f"{expected} (use the shardings the notebook defines, on the mesh they name)")
+        return run
+
+    def program_shardings(self, key: str, *, outputs: list[bool], what: str | None = None) -> ProgramRun:
+        """The program takes its inputs split as the course says, and ``outputs[i]`` says whether output i is
+        replicated on every device (True) or split (False)."""
+        name = self.name(key, what)
+        run = self.program_inputs(key, what=what)
         self.require(len(run.outputs) == len(outputs),
                      f"{name}: returns {len(run.outputs)} value(s), expected {len(outputs)}")
         for index, (output, replicated) in enumerate(zip(run.outputs, outputs)):
