@@ -67,7 +67,7 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
             )
     else:
         jax.config.update("jax_platforms", "cpu" if platform == "cpu" else platform)
-        _use_compilation_cache(jax)
+        use_compilation_cache(jax)
         if platform == "cpu":
             jax.config.update("jax_num_cpu_devices", num_devices)
         devices = _devices_of(jax, platform)
@@ -85,7 +85,7 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
     return chosen
 
 
-def _use_compilation_cache(jax) -> None:
+def use_compilation_cache(jax) -> None:
     """Reuse compiled XLA programs from ``~/.cache/jax-course-xla`` when that folder exists.
 
     JAX's persistent compilation cache, keyed by a hash of the program, the compile options, the

@@ -5,12 +5,18 @@ hidden tests' sub-meshes, every small array operation. Most of these programs ar
 submission (the instructor's cells are restored, and a correct solution often lowers to the
 instructor's program). Before a run, the grader executes the instructor's notebooks (``source/``)
 in ordinary sealed kernels that may write JAX's persistent compilation cache
-(``coursekit.runtime._use_compilation_cache``), then seals that folder: owned by root, no write
+(``coursekit.runtime.use_compilation_cache``), then seals that folder: owned by root, no write
 permission for anyone, and bound **read only** into each grading kernel at
 ``~/.cache/jax-course-xla`` (``grader.sandbox.rootfs``). A grading kernel reads an entry only when
 JAX's cache key matches: a SHA-256 of the program's canonical StableHLO, the compile options
 (device assignment included), the devices' topology, the XLA flags, the jaxlib and backend versions.
 A learner's program therefore only ever gets the executable of an identical program.
+
+The programs the hidden tests export are compiled a second time outside the kernel, by
+``grader.programs.runner`` (which wraps each in a call of its own). The fill therefore also runs the
+instructor's exported programs through that runner, in its own sandbox, writing the same folder; every
+grading runner then reads it read only, like a kernel. A learner's program that lowers to the
+instructor's skips its compilation there too; any other compiles as before.
 
 The folder is kept in ``{out}/.compile-cache/{key}``; ``key`` covers the instructor's notebooks
 graded, ``coursekit``, the JAX and jaxlib versions and the device settings, so a later run on the
@@ -33,7 +39,7 @@ import nbformat
 
 import coursekit
 
-FORMAT = "1"  # bump when the fill procedure changes
+FORMAT = "2"  # bump when the fill procedure changes
 ENTRY_SUFFIX = "-cache"  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
 
 
@@ -47,6 +53,7 @@ def folder_key(course, assignments: list[str], settings) -> str:
     package = Path(coursekit.__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    digest.update(Path(__file__).with_name("programs").joinpath("runner.py").read_bytes())  # how programs are called
     return digest.hexdigest()[:32]
 
 
@@ -82,22 +89,36 @@ def _instructor_notebook(course, assignment: str, settings):
     return nb
 
 
-async def _fill_one(name: str, nb, settings, zygote, staging: Path) -> str | None:
+async def _fill_one(name: str, nb, declared: list, settings, zygote, staging: Path) -> str | None:
+    """Run one instructor notebook in a kernel that writes ``staging/kernel``, then the programs its
+    hidden tests exported in a runner that writes ``staging/runner`` (``grader.programs``)."""
     from .kernel_run import run_in, start_kernel
-    from .pipeline import confinement
+    from .pipeline import confinement, recorded_programs
+    from .programs.launch import run_programs
 
+    staging.mkdir(mode=0o700)
     async with confinement(settings) as conf:
-        staging.mkdir(mode=0o700)
-        os.chown(staging, conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
-        conf.compile_cache, conf.compile_cache_writable = staging, True
+        (staging / "kernel").mkdir(mode=0o700)
+        os.chown(staging / "kernel", conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
+        conf.compile_cache, conf.compile_cache_writable = staging / "kernel", True
         kernel = await start_kernel(conf, zygote=zygote)
         execution = await run_in(kernel, nb, conf)
-    return execution.stopped and f"{name}: {execution.stopped} {execution.message}"
+    if execution.stopped:
+        return f"{name}: {execution.stopped} {execution.message}"
+    if not declared:
+        return None
+    blobs = recorded_programs(execution.notebook, declared)
+    runs = await asyncio.to_thread(run_programs, blobs, declared, settings.num_devices, settings, zygote,
+                                   fill_cache=staging / "runner")
+    failed = sorted(key for key, run in runs.items() if run.error)
+    return failed and f"{name}: the instructor's programs {', '.join(failed)} did not run"
 
 
-def build(notebooks: dict, settings, zygote, workers: int, final: Path) -> tuple[int, list[str]]:
-    """Run ``notebooks`` (name -> trusted notebook) in sealed kernels that may write JAX's cache, then merge
-    what they compiled into ``final``, sealed. Returns the number of programs and any notebook's problem."""
+def build(notebooks: dict, settings, zygote, workers: int, final: Path,
+          declared: dict | None = None) -> tuple[int, list[str]]:
+    """Run ``notebooks`` (name -> trusted notebook) in sealed kernels that may write JAX's cache, and the
+    programs they record (``declared``: name -> the rubric's programs) in runners that may, then merge what
+    they compiled into ``final``, sealed. Returns the number of programs and any notebook's problem."""
     work = Path(tempfile.mkdtemp(prefix="fill-", dir=final.parent))
     try:
         async def run_all():
@@ -106,7 +127,8 @@ def build(notebooks: dict, settings, zygote, workers: int, final: Path) -> tuple
 
             async def one(name):
                 async with limit:
-                    return await _fill_one(name, notebooks[name], settings, zygote, work / f"kernel-{index[name]}")
+                    return await _fill_one(name, notebooks[name], (declared or {}).get(name, []), settings, zygote,
+                                           work / f"notebook-{index[name]}")
 
             return await asyncio.gather(*(one(name) for name in notebooks))
 
@@ -115,12 +137,13 @@ def build(notebooks: dict, settings, zygote, workers: int, final: Path) -> tuple
         merged = work / "merged"
         merged.mkdir()
         for name in notebooks:
-            staging = work / f"kernel-{index[name]}"
-            if not staging.is_dir():
-                continue
-            for entry in os.scandir(staging):
-                if entry.is_file(follow_symlinks=False) and not (merged / entry.name).exists():
-                    os.rename(entry.path, merged / entry.name)
+            for part in ("kernel", "runner"):
+                staging = work / f"notebook-{index[name]}" / part
+                if not staging.is_dir() or staging.is_symlink():
+                    continue
+                for entry in os.scandir(staging):
+                    if entry.is_file(follow_symlinks=False) and not (merged / entry.name).exists():
+                        os.rename(entry.path, merged / entry.name)
         count = seal(merged)
         os.rename(merged, final)
     finally:
@@ -135,7 +158,10 @@ def fill(course, assignments: list[str], settings, zygote, workers: int, root: P
     final = root / folder_key(course, assignments, settings)
     if final.is_dir():
         return final, f"compiled programs kept from an earlier run ({len(os.listdir(final))})"
+    from .pipeline import declared_programs
+
     notebooks = {a: _instructor_notebook(course, a, settings) for a in assignments}
-    count, problems = build(notebooks, settings, zygote, workers, final)
+    declared = {a: declared_programs(course, a, settings.num_devices) for a in assignments}
+    count, problems = build(notebooks, settings, zygote, workers, final, declared)
     note = f"compiled {count} programs from the instructor's notebooks"
     return final, note + (f" (instructor notebook problems: {'; '.join(problems)})" if problems else "")

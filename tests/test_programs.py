@@ -68,6 +68,7 @@ def blobs() -> dict[str, str]:
             compiled = jax.jit(step, out_shardings=(rep, rep, rep))
             return lambda *a: tuple(np.asarray(v) for v in compiled(*a))
         blobs["wrapped"] = exported(make_on_host(), w, x, y)
+        blobs["doubled"] = exported(jax.jit(lambda w, x, y: step(2 * w, x, y), out_shardings=(rep, rep, rep)), w, x, y)
         blobs["host"] = exported(lambda w, x, y: np.asarray(x) @ np.asarray(w), w, x, y)
         evil = jax.jit(lambda v: jax.ffi.ffi_call("evil_target", jax.ShapeDtypeStruct((12,), np.float32))(v))
         blobs["custom_call"] = base64.b64encode(jax.export.export(evil, disabled_checks=[
@@ -90,6 +91,31 @@ def test_a_step_runs_on_the_graders_own_inputs(blobs, tmp_path):
     np.testing.assert_allclose(run.outputs[1].value, np.mean((x @ w - y) ** 2), rtol=1e-4)
     assert run.in_shardings == run.expected_in_shardings
     assert all(o.replicated and len(o.shard_shapes) == 4 and o.shards_consistent for o in run.outputs)
+
+
+@pytest.mark.skipif(not ROOT, reason="the compilation cache is bound into sealed runners (root) only")
+def test_the_runner_reads_the_instructors_compiled_programs_and_never_writes_them(blobs, tmp_path):
+    import dataclasses
+
+    from grader import compile_cache
+    from grader.programs.launch import _request, fresh_inputs
+
+    settings, program = settings_for(tmp_path), Program("step", 4, STEP)
+    staging = tmp_path / "staging"  # the fill: the instructor's program, in a runner that may write the cache
+    assert run_programs({"step": blobs["step"]}, [program], 4, settings, fill_cache=staging)["step"].error is None
+    assert compile_cache.seal(staging) >= 1
+    before = {entry.name: entry.read_bytes() for entry in staging.iterdir()}
+    sealed = dataclasses.replace(settings, compile_cache_dir=staging)
+
+    def report(blob: str) -> dict:
+        inputs = {"step": fresh_inputs(program, np.random.default_rng(7))}
+        with _sandbox(sealed) as conf:
+            return _run_confined(conf, _request({"step": blob}, [program], inputs, 4))
+
+    same, other = report(blobs["step"]), report(blobs["doubled"])
+    assert same["verdicts"][0].get("error") is None and same["cache_hits"] >= 1  # a learner's identical program
+    assert other["verdicts"][0].get("error") is None and other["cache_hits"] == 0  # compiled by the runner itself
+    assert {entry.name: entry.read_bytes() for entry in staging.iterdir()} == before  # and nothing written
 
 
 def test_a_wrapper_is_judged_by_the_program_it_wraps_and_host_code_is_not_a_program(blobs, tmp_path):

@@ -159,8 +159,12 @@ def run_from_json(data, program: Program) -> ProgramRun:
 
 
 @contextlib.contextmanager
-def _sandbox(settings):
-    """A confinement for the runner: like a kernel's, plus the grader's own package (read-only)."""
+def _sandbox(settings, fill_cache: Path | None = None):
+    """A confinement for the runner: like a kernel's, plus the grader's own package (read-only).
+
+    It reads the sealed compilation cache (``settings.compile_cache_dir``) as a kernel does; with
+    ``fill_cache`` (only for the instructor's programs, ``grader.compile_cache``) it writes that folder instead.
+    """
     from grader.pipeline import RUNNER_UID_RANGE, leased_uid
     from grader.sandbox import Confinement
 
@@ -173,6 +177,11 @@ def _sandbox(settings):
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent,
                          Path(__file__).resolve().parents[1]]
+            conf.compile_cache = getattr(settings, "compile_cache_dir", None)
+            if fill_cache is not None:
+                fill_cache.mkdir(mode=0o700, exist_ok=True)
+                os.chown(fill_cache, conf.uid, conf.uid)  # this runner's uid only; sealed afterwards
+                conf.compile_cache, conf.compile_cache_writable = fill_cache, True
         yield conf
 
 
@@ -227,10 +236,11 @@ def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = N
 
 
 def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings,
-                 zygote=None) -> dict[str, ProgramRun]:
+                 zygote=None, fill_cache: Path | None = None) -> dict[str, ProgramRun]:
     """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
 
     ``zygote``: the kernels' fork server (``grader.zygote``), to fork the runner from instead of starting it.
+    ``fill_cache``: a folder the runner writes its compiled programs to (the instructor's programs only).
     """
     rng = np.random.default_rng(secrets.randbits(128))
     runs: dict[str, ProgramRun] = {}
@@ -251,7 +261,7 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     if not present:
         return runs
     inputs = {p.key: fresh_inputs(p, rng) for p in present}
-    with _sandbox(settings) as conf:
+    with _sandbox(settings, fill_cache) as conf:
         report = _run_confined(conf, _request(blobs, present, inputs, num_devices), zygote)
     verdicts = report.get("verdicts") if isinstance(report, dict) else None
     if report is None:
