@@ -9,7 +9,10 @@ rebuilt notebook as nbformat JSON text, the limits as a dict, the confine
 flag) that returns JSON data (the executed notebook and the fields of
 :class:`~grader.kernel_run.Execution`). A worker therefore needs the course
 environment (the installed ``grader`` and ``coursekit`` packages) and that
-payload; it never sees ``source/``, a rubric, or any other submission.
+payload; it never sees a rubric or any other submission. To fill a compilation cache of its own
+(``grader.compile_cache.worker_folder``), each worker also receives the instructor's notebooks of the
+assignments graded, once per run (broadcast with ``client.scatter``): workers are trusted like the
+instructor's machine, and only sealed kernels run there.
 
 Trust: the cluster is authenticated with certificates made for the deployment
 (``python -m grader certs``; :func:`client_security`), and a plain ``tcp://``
@@ -47,13 +50,14 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import nbformat
 
 from .batch import outstanding
 from .certs import Deployment
+from .compile_cache import fill_request, worker_folder
 from .gradebook import Gradebook
 from .kernel_run import Execution, SandboxError, run_in, start_kernel
 from .layout import Course
@@ -248,7 +252,7 @@ def worker_fork_server():
 
 
 def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None,
-                     fork_server: bool = True) -> dict:
+                     fork_server: bool = True, compile_cache: dict | None = None) -> dict:
     """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
 
     This is the function a Dask worker runs: it starts a kernel for this notebook only (in a
@@ -257,7 +261,10 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
     see ``grader.programs``) in a sandbox of their own, on inputs drawn here. It writes no result
     anywhere; the instructor's process judges what it returns. With ``fork_server``, the kernel
     and the program runner are forked from the worker's fork server (``worker_fork_server``), so
-    a worker pays the imports once, as the local grader does.
+    a worker pays the imports once, as the local grader does. With ``compile_cache``
+    (``grader.compile_cache.fill_request``), the worker's first task fills a compilation cache of this
+    worker's own from the instructor's notebooks, and every kernel and program runner reads it, sealed,
+    as on the instructor's machine.
     """
     if confine and os.geteuid() != 0:  # fail closed: an unsealed kernel could read this worker's key
         raise NothingRan(f"this worker runs as uid {os.geteuid()}, not root, so it cannot seal kernels (namespaces, "
@@ -274,6 +281,9 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
     ran = False
 
     zygote = worker_fork_server() if fork_server else None
+    if compile_cache and confine:
+        folder = worker_folder(compile_cache, settings, zygote)
+        settings = replace(settings, compile_cache_dir=folder) if folder is not None else settings
 
     async def execute() -> Execution:
         nonlocal ran
@@ -462,6 +472,10 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
 
     if todo:
         with Client(scheduler, security=security) as client:
+            cache = None  # each worker compiles the instructor's programs once, for itself (grader.compile_cache)
+            if settings.compile_cache and settings.confine:
+                request = fill_request(course, sorted({job.assignment_id for job in todo}), settings)
+                cache = client.scatter([request], broadcast=True, hash=True)[0]  # one future: the whole dict
             running: dict = {}  # future -> (prepared submission, seconds its prepare took, result cap)
             for job in todo:
                 prepared = None
@@ -477,7 +491,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
                     programs = {"num_devices": settings.num_devices,
                                 "declared": [program_to_json(program) for program in declared]}
                     future = client.submit(execute_notebook, sent, limits, settings.confine, programs,
-                                           settings.fork_server, pure=False, retries=RETRIES)
+                                           settings.fork_server, cache, pure=False, retries=RETRIES)
                     running[future] = prepared, prepare_s, cap, declared
                 except Exception:
                     progress.step(grader_error(job, course, settings, prepared))

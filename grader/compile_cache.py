@@ -26,6 +26,7 @@ kernels compile as before.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib.metadata
 import os
@@ -33,6 +34,8 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -165,3 +168,50 @@ def fill(course, assignments: list[str], settings, zygote, workers: int, root: P
     count, problems = build(notebooks, settings, zygote, workers, final, declared)
     note = f"compiled {count} programs from the instructor's notebooks"
     return final, note + (f" (instructor notebook problems: {'; '.join(problems)})" if problems else "")
+
+
+# ---------------------------------------------------------------- on Dask workers
+# A compiled XLA program is only valid on the kind of machine that compiled it (CPU features), so a cluster
+# worker fills a folder of its own, once, from the instructor's notebooks sent with its tasks (workers are
+# trusted like the instructor's machine: they run as root and hold the cluster's key; kernels cannot reach
+# their memory).
+
+_WORKER_FOLDERS: dict[str, Path | None] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def fill_request(course, assignments: list[str], settings) -> dict:
+    """What a worker needs to fill its own cache: the instructor's notebooks and the programs their tests export."""
+    from .pipeline import declared_programs
+    from .programs import program_to_json
+
+    return {"key": folder_key(course, assignments, settings),
+            "notebooks": {a: nbformat.writes(_instructor_notebook(course, a, settings)) for a in assignments},
+            "declared": {a: [program_to_json(p) for p in declared_programs(course, a, settings.num_devices)]
+                         for a in assignments}}
+
+
+def worker_folder(request: dict, settings, zygote) -> Path | None:
+    """This worker's sealed cache folder for ``request`` (``fill_request``), filled by its first task; None
+    when it could not be filled (the kernels then compile their own programs, as without a cache)."""
+    from .programs import program_from_json
+
+    key = str(request["key"])
+    with _WORKER_LOCK:
+        if key not in _WORKER_FOLDERS:
+            root = Path(tempfile.mkdtemp(prefix="grader-compile-cache-"))
+            atexit.register(shutil.rmtree, root, ignore_errors=True)
+            started = time.monotonic()
+            try:
+                notebooks = {a: nbformat.reads(text, as_version=4) for a, text in request["notebooks"].items()}
+                declared = {a: [program_from_json(p) for p in programs] for a, programs in request["declared"].items()}
+                count, problems = build(notebooks, settings, zygote, os.cpu_count() or 1, root / "sealed", declared)
+                print(f"grader: compiled {count} programs from the instructor's notebooks in "
+                      f"{time.monotonic() - started:.1f} s" + (f" ({'; '.join(problems)})" if problems else ""),
+                      file=sys.stderr, flush=True)
+                _WORKER_FOLDERS[key] = root / "sealed"
+            except Exception as error:  # noqa: BLE001 - only a speed-up
+                print(f"grader: no compilation cache on this worker ({type(error).__name__}: {error})",
+                      file=sys.stderr, flush=True)
+                _WORKER_FOLDERS[key] = None
+        return _WORKER_FOLDERS[key]

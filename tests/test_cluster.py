@@ -72,6 +72,13 @@ def comparable(path: Path) -> dict:
     return nb
 
 
+def _worker_caches() -> dict:
+    """On a worker: its compilation-cache folders (by key) and how many programs each holds."""
+    from grader import compile_cache
+
+    return {key: len(list(folder.iterdir())) if folder else 0 for key, folder in compile_cache._WORKER_FOLDERS.items()}
+
+
 def grade_cli(*args: str) -> int:
     with pytest.raises(SystemExit) as exited:
         main(["grade", *args])
@@ -99,6 +106,10 @@ def test_cluster_grades_equal_local_grades(tmp_path, course, cluster, tls_dir, c
         # started afresh on a worker does.
         assert comparable(remote / autograded) == comparable(local / autograded)
         assert (remote / "feedback" / r.student_id / r.assignment_id / "sharded_step.html").is_file()
+    # Each worker that ran a notebook compiled the instructor's programs once, for itself (grader.compile_cache).
+    with distributed.Client(cluster.scheduler_address, security=client_security) as client:
+        filled = client.run(_worker_caches)
+    assert any(count > 0 for caches in filled.values() for count in caches.values()), filled
     # Resuming a finished run needs no cluster at all: nothing is submitted (port 9 is never a scheduler).
     again = grade_all_on_cluster(SAMPLES, course, Settings(out=remote), "tls://127.0.0.1:9",
                                  security=client_security, only=ONLY)
