@@ -47,10 +47,14 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def path_part(name: str) -> str:
-    """``name`` as one file-name component: itself when it is a plain one, else a digest of it."""
+    """``name`` as one file-name component: itself when it is a plain one, else ``~`` and a digest of it.
+
+    A plain name never starts with ``~``, so no name can take the place of another's digest (two learners,
+    one results file).
+    """
     encoded = name.encode("utf-8", "surrogateescape")
-    if name and name not in (".", "..") and not name.startswith(".") and "/" not in name and name.isprintable() \
-            and len(encoded) <= 200:
+    if name and name not in (".", "..") and not name.startswith((".", "~")) and "/" not in name \
+            and name.isprintable() and len(encoded) <= 200:
         return name
     return "~" + hashlib.sha256(encoded).hexdigest()[:32]
 

@@ -27,6 +27,24 @@ from .programs import Program, ProgramRun
 from .records import Recorded
 
 
+def shown_shape(shape) -> str:
+    """A learner-made shape, as a message may quote it: small shapes in full, any other as "another shape".
+
+    After hidden tests ran, learner code controls what its records look like; a message that quoted any shape
+    (up to 32 dimensions of any size) would carry hundreds of learner-chosen bits per test into the feedback
+    page, enough to spell out hidden-test source. A shape of at most 3 dimensions of at most 64 is what honest
+    mistakes produce, and carries at most 19 bits.
+    """
+    shape = tuple(int(n) for n in shape)
+    return str(shape) if len(shape) <= 3 and all(0 <= n <= 64 for n in shape) else "another shape"
+
+
+def shown_dtype(dtype) -> str:
+    """A learner-made dtype, quoted only when it is one of NumPy's plain numeric or boolean dtypes."""
+    dtype = np.dtype(dtype)
+    return dtype.name if dtype.fields is None and dtype.kind in "biufc" and dtype.name.isalnum() else "another dtype"
+
+
 class Mismatch(AssertionError):
     """A recorded value is missing or differs from the reference."""
 
@@ -117,7 +135,8 @@ class Evidence:
             raise Mismatch(f"{name}: no value was recorded (the test stopped before reaching it)")
         recorded = self._records[key]
         if recorded.kind == "rejected":
-            raise Mismatch(f"{name}: got a {recorded.value}, expected a plain NumPy or JAX array/number")
+            # Not the object's type name: a learner class can be named with any text (hidden-test source included).
+            raise Mismatch(f"{name}: got an object of another type, expected a plain NumPy or JAX array/number")
         return recorded
 
     def array(self, key: str, *, shape=None, float_dtype: bool = True, jax: bool = False,
@@ -130,10 +149,10 @@ class Evidence:
             raise Mismatch(f"{name}: expected a JAX array computed on the devices, got a host array")
         value = recorded.value
         if float_dtype and value.dtype.kind != "f":
-            raise Mismatch(f"{name}: expected floating-point values, got dtype {value.dtype}")
+            raise Mismatch(f"{name}: expected floating-point values, got dtype {shown_dtype(value.dtype)}")
         if shape is not None and tuple(value.shape) != tuple(shape):
             hint = (shape_mistakes or {}).get(tuple(value.shape))
-            raise Mismatch(f"{name}: expected shape {tuple(shape)}, got {tuple(value.shape)}"
+            raise Mismatch(f"{name}: expected shape {tuple(shape)}, got {shown_shape(value.shape)}"
                            + (f": {hint}" if hint else ""))
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise Mismatch(f"{name}: contains NaN or infinity")
@@ -165,7 +184,7 @@ class Evidence:
             if recorded.kind in ("array", "jax_array") and recorded.value.size != 1:
                 hint = (shape_mistakes or {}).get(tuple(recorded.value.shape))
                 raise Mismatch(f"{self.name(key, what)}: expected a single number, got shape "
-                               f"{tuple(recorded.value.shape)}" + (f": {hint}" if hint else ""))
+                               f"{shown_shape(recorded.value.shape)}" + (f": {hint}" if hint else ""))
             return np.asarray(self.number(key, what=what), dtype=np.float64)
         return self.array(key, shape=shape, what=what, shape_mistakes=shape_mistakes).astype(np.float64)
 
@@ -208,10 +227,12 @@ class Evidence:
         if recorded.kind != "jax_array":
             raise Mismatch(f"{name}: expected a JAX array placed on the devices, got a host array")
         if devices is not None and len(recorded.shards) != devices:
-            raise Mismatch(f"{name}: expected a shard on each of the {devices} devices, found {len(recorded.shards)}")
+            found = len(recorded.shards) if len(recorded.shards) <= 64 else "more"
+            raise Mismatch(f"{name}: expected a shard on each of the {devices} devices, found {found}")
         shapes = {tuple(s.value.shape) for s in recorded.shards}
         if not recorded.shards or shapes != {tuple(expected_shape)}:
-            raise Mismatch(f"{name}: each device should hold shape {tuple(expected_shape)}, found {sorted(shapes)}")
+            found = ", ".join(shown_shape(shape) for shape in sorted(shapes)[:2]) + (", ..." if len(shapes) > 2 else "")
+            raise Mismatch(f"{name}: each device should hold shape {tuple(expected_shape)}, found {found}")
 
     def replicas_close(self, key: str, expected, *, rtol: float = 1e-5, atol: float = 1e-6, what: str | None = None,
                        against: str = "the host reference") -> None:
@@ -273,7 +294,8 @@ class Evidence:
         actual = run.outputs[index].value
         expected = np.asarray(expected, dtype=np.float64)
         if actual.shape != expected.shape:
-            raise Mismatch(f"{name}: has shape {actual.shape} on the grader's inputs, expected {expected.shape}")
+            raise Mismatch(f"{name}: has shape {shown_shape(actual.shape)} on the grader's inputs, expected "
+                           f"{expected.shape}")
         if not np.allclose(actual, expected, rtol=rtol, atol=atol):
             said = diagnose(actual, mistakes or [], rtol=rtol, atol=atol)
             raise Mismatch(f"{name}: wrong on inputs it had not seen" + (f": {said}" if said else ""))
@@ -317,6 +339,11 @@ class Rubric:
             self.judges[grade_id](evidence)
         except Mismatch as failure:
             return False, str(failure)
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as error:
+            # Records are the learner's data: one a check cannot even compare (an index past the end, shapes that
+            # do not broadcast) fails the test; it is not the grader failing. Instructor bugs still surface here,
+            # named, in the message the instructor reads.
+            return False, f"the recorded values could not be judged ({type(error).__name__})"
         return True, "passed"
 
 

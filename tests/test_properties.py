@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS_LIMITS
 from grader import batch, feedback
-from grader.judge import Evidence, load_rubric
+from grader.gradebook import path_part
+from grader.judge import Evidence, load_rubric, shown_shape
 from grader.layout import Course
 from grader.pipeline import Job, Settings, prepare
 from grader.records import MIME_TYPE, RecordError, Recorded, decode
@@ -302,6 +303,46 @@ def test_generated_records_decode_or_fail_cleanly_and_judges_never_raise(payload
         for grade_id in rubric.judges:
             passed, message = rubric.judge(grade_id, Evidence(_Everywhere(recorded)))
             assert isinstance(message, str)
+
+
+# What learner code controls after hidden tests ran reaches the feedback page only through test messages. Those
+# must not carry learner-chosen text (a class name, a long shape) that could spell out hidden-test source.
+covert = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=12, max_size=60)
+
+
+@settings(QUICK, max_examples=60)
+@given(covert, st.lists(st.integers(65, 10**7), min_size=4, max_size=24))
+def test_messages_never_quote_learner_chosen_text_or_large_shapes(name, dims):
+    rejected = decode({"kind": "rejected", "type": f"{name}.{name}"})
+    for rubric in RUBRICS.values():
+        for grade_id in rubric.judges:
+            _, message = rubric.judge(grade_id, Evidence(_Everywhere(rejected)))
+            assert name not in message, message
+    assert shown_shape(dims) == "another shape" and shown_shape((2, 3)) == "(2, 3)"
+    assert str(dims[0]) not in shown_shape(dims)
+
+
+def test_a_record_a_check_cannot_compare_fails_its_test_not_the_grader():
+    import numpy as np
+
+    from grader.judge import Rubric
+
+    rubric = Rubric()
+    rubric.judges["test-portions"] = lambda e: np.allclose(np.zeros(2), np.zeros(5)[100:102])  # a forged shard index
+    passed, message = rubric.judge("test-portions", Evidence({}))
+    assert not passed and "could not be judged (ValueError)" in message
+
+
+def test_a_student_id_cannot_take_the_place_of_another_ids_digest():
+    long_id = "\u957f" * 70  # over 200 bytes: stored under "~" and a digest
+    digest = path_part(long_id)
+    assert digest.startswith("~") and path_part(digest) != digest  # the digest, as an id, is digested again
+
+
+@settings(QUICK, max_examples=300)
+@given(st.text(min_size=1, max_size=90), st.text(min_size=1, max_size=90))
+def test_two_ids_never_share_a_path(first, second):
+    assert first == second or path_part(first) != path_part(second)
 
 
 @settings(QUICK, max_examples=150)
