@@ -1,27 +1,31 @@
-"""Compiled XLA programs from the instructor's notebooks, read (never written) by every grading kernel.
+"""Compiled XLA programs, filled before a run from trusted notebooks, read (never written) while grading.
 
-Most of a graded notebook's own time is JAX compiling programs: the instructor's test cells, the
-hidden tests' sub-meshes, every small array operation. Most of these programs are the same in every
-submission (the instructor's cells are restored, and a correct solution often lowers to the
-instructor's program). Before a run, the grader executes the instructor's notebooks (``source/``)
-in ordinary sealed kernels that may write JAX's persistent compilation cache
-(``coursekit.runtime.use_compilation_cache``), then seals that folder: owned by root, no write
-permission for anyone, and bound **read only** into each grading kernel at
-``~/.cache/jax-course-xla`` (``grader.sandbox.rootfs``). A grading kernel reads an entry only when
-JAX's cache key matches: a SHA-256 of the program's canonical StableHLO, the compile options
-(device assignment included), the devices' topology, the XLA flags, the jaxlib and backend versions.
-A learner's program therefore only ever gets the executable of an identical program.
+Much of a graded notebook's own time is JAX compiling programs that are the same in every submission:
+the setup, the data, the instructor's cells, every small array operation. Before a run the grader fills
+JAX's persistent compilation cache (``coursekit.runtime.use_compilation_cache``) in two sealed folders,
+then seals each (owned by root, entries mode 0444, the folder 0111: searchable, not listable):
 
-The programs the hidden tests export are compiled a second time outside the kernel, by
-``grader.programs.runner`` (which wraps each in a call of its own). The fill therefore also runs the
-instructor's exported programs through that runner, in its own sandbox, writing the same folder; every
-grading runner then reads it read only, like a kernel. A learner's program that lowers to the
-instructor's skips its compilation there too; any other compiles as before.
+``kernel/``  what the **released** notebook compiles (``notebooks/``, exactly what every learner has:
+             solutions replaced by TODOs, hidden tests removed), run in an ordinary sealed kernel.
+             Bound read only at ``~/.cache/jax-course-xla`` in every grading kernel.
+``runner/``  what ``grader.programs.runner`` compiles for the programs the **instructor's** hidden tests
+             export (``source/``), run in a runner's own sandbox. Bound only into program runners.
 
-The folder is kept in ``{out}/.compile-cache/{key}``; ``key`` covers the instructor's notebooks
-graded, ``coursekit``, the JAX and jaxlib versions and the device settings, so a later run on the
-same course reuses it, and a changed course fills a new one. Learners have no such folder, so their
-kernels compile as before.
+Why two: a kernel can tell a hit from a miss (JAX's monitoring events, or the time a compilation takes),
+so every program in a folder a kernel reads is an oracle: compiling a guess and watching for a hit would
+reveal the instructor's solution (pick, among candidate answers, the one that hits) or a hidden test's
+learning rates and shapes before any hidden test ran. The kernel's folder therefore holds only programs
+the learner can compile from the released notebook anyway. The runner runs learner programs on inputs
+the grader draws and reports only their outputs, never timings, so its folder may hold the instructor's
+programs, and a learner's program that lowers to the instructor's is not compiled again there.
+
+A cache entry matches only when JAX's cache key does: a SHA-256 of the program's canonical StableHLO, the
+compile options (device assignment included), the devices' topology, the XLA flags, the jaxlib and
+backend versions; so a program only ever gets the executable of an identical program.
+
+The folder is kept in ``{out}/.compile-cache/{key}``; ``key`` covers the notebooks, ``coursekit``, the
+runner, the JAX and jaxlib versions and the device settings, so a later run on the same course reuses
+it and a changed course fills a new one. Learners have no such folder, so their kernels compile as before.
 """
 from __future__ import annotations
 
@@ -36,14 +40,16 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 import coursekit
 
-FORMAT = "2"  # bump when the fill procedure changes
-ENTRY_SUFFIX = "-cache"  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
+FORMAT = "3"  # bump when the fill procedure changes
+ENTRY_SUFFIX = "-cache"
+PARTS = ("kernel", "runner")  # final/kernel: bound into kernels; final/runner: into program runners  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
 
 
 def folder_key(course, assignments: list[str], settings) -> str:
@@ -53,6 +59,7 @@ def folder_key(course, assignments: list[str], settings) -> str:
     digest.update(f"{sys.version}\n{settings.num_devices}\n{settings.platform}\n".encode())
     for assignment in sorted(assignments):
         digest.update(assignment.encode() + b"\0" + course.source_notebook(assignment).read_bytes())
+        digest.update(course.release_notebook(assignment).read_bytes())
     package = Path(coursekit.__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
@@ -84,74 +91,108 @@ def seal(folder: Path) -> int:
     return count
 
 
-def _instructor_notebook(course, assignment: str, settings):
+@dataclass
+class Fill:
+    """What one assignment contributes: the notebook whose programs kernels may read (``released``: what every
+    learner has) and the notebook whose exported programs runners may read (``instructor``, with ``declared``)."""
+
+    released: nbformat.NotebookNode
+    instructor: nbformat.NotebookNode | None = None
+    declared: list = field(default_factory=list)
+
+
+def _parameterized(path: Path, settings):
     from .restore import inject_parameters
 
-    nb = nbformat.read(course.source_notebook(assignment), as_version=4)
+    nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, {"num_devices": settings.num_devices, "platform": settings.platform, "figures_dir": "figures"})
     return nb
 
 
-async def _fill_one(name: str, nb, declared: list, settings, zygote, staging: Path) -> str | None:
-    """Run one instructor notebook in a kernel that writes ``staging/kernel``, then the programs its
-    hidden tests exported in a runner that writes ``staging/runner`` (``grader.programs``)."""
+def fills(course, assignments: list[str], settings) -> dict[str, Fill]:
+    from .pipeline import declared_programs
+
+    return {a: Fill(_parameterized(course.release_notebook(a), settings),
+                    _parameterized(course.source_notebook(a), settings),
+                    declared_programs(course, a, settings.num_devices)) for a in assignments}
+
+
+async def _run_kernel(nb, settings, zygote, cache: Path | None):
+    """``nb`` in a sealed kernel; with ``cache``, JAX's compilation cache is that folder, writable by this kernel."""
     from .kernel_run import run_in, start_kernel
-    from .pipeline import confinement, recorded_programs
+    from .pipeline import confinement
+
+    async with confinement(settings) as conf:
+        conf.compile_cache = None  # a filling kernel reads no earlier cache
+        if cache is not None:
+            cache.mkdir(mode=0o700)
+            os.chown(cache, conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
+            conf.compile_cache, conf.compile_cache_writable = cache, True
+        kernel = await start_kernel(conf, zygote=zygote)
+        return await run_in(kernel, nb, conf)
+
+
+async def _fill_one(name: str, fill: Fill, settings, zygote, staging: Path) -> str | None:
+    """The released notebook in a kernel that writes ``staging/kernel``; the instructor's notebook in a kernel
+    that writes nothing, and the programs its hidden tests exported in a runner that writes ``staging/runner``."""
+    from .pipeline import recorded_programs
     from .programs.launch import run_programs
 
     staging.mkdir(mode=0o700)
-    async with confinement(settings) as conf:
-        (staging / "kernel").mkdir(mode=0o700)
-        os.chown(staging / "kernel", conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
-        conf.compile_cache, conf.compile_cache_writable = staging / "kernel", True
-        kernel = await start_kernel(conf, zygote=zygote)
-        execution = await run_in(kernel, nb, conf)
-    if execution.stopped:
-        return f"{name}: {execution.stopped} {execution.message}"
-    if not declared:
-        return None
-    blobs = recorded_programs(execution.notebook, declared)
-    runs = await asyncio.to_thread(run_programs, blobs, declared, settings.num_devices, settings, zygote,
-                                   fill_cache=staging / "runner")
-    failed = sorted(key for key, run in runs.items() if run.error)
-    return failed and f"{name}: the instructor's programs {', '.join(failed)} did not run"
+
+    async def programs() -> str | None:
+        if fill.instructor is None or not fill.declared:
+            return None
+        execution = await _run_kernel(fill.instructor, settings, zygote, None)
+        if execution.stopped:
+            return f"{name}: {execution.stopped} {execution.message}"
+        blobs = recorded_programs(execution.notebook, fill.declared)
+        runs = await asyncio.to_thread(run_programs, blobs, fill.declared, settings.num_devices, settings, zygote,
+                                       fill_cache=staging / "runner")
+        failed = sorted(key for key, run in runs.items() if run.error)
+        return f"{name}: the instructor's programs {', '.join(failed)} did not run" if failed else None
+
+    released, problem = await asyncio.gather(_run_kernel(fill.released, settings, zygote, staging / "kernel"),
+                                             programs())
+    problems = [f"{name} (released): {released.stopped} {released.message}"] if released.stopped else []
+    return "; ".join(problems + [problem] * bool(problem)) or None
 
 
-def build(notebooks: dict, settings, zygote, workers: int, final: Path,
-          declared: dict | None = None) -> tuple[int, list[str]]:
-    """Run ``notebooks`` (name -> trusted notebook) in sealed kernels that may write JAX's cache, and the
-    programs they record (``declared``: name -> the rubric's programs) in runners that may, then merge what
-    they compiled into ``final``, sealed. Returns the number of programs and any notebook's problem."""
+def build(fills: dict[str, Fill], settings, zygote, workers: int, final: Path) -> tuple[dict[str, int], list[str]]:
+    """Run every ``Fill`` (trusted notebooks) in sealed kernels and runners that may write JAX's cache, then merge
+    what they compiled into ``final/kernel`` and ``final/runner``, each sealed. Returns the number of programs in
+    each and any notebook's problem."""
     work = Path(tempfile.mkdtemp(prefix="fill-", dir=final.parent))
     try:
         async def run_all():
             # All at once when few: CPU bound, and a lone last notebook would leave a core idle.
-            limit = asyncio.Semaphore(max(1, workers, min(len(notebooks), 2 * workers)))
+            limit = asyncio.Semaphore(max(1, workers, min(len(fills), 2 * workers)))
 
             async def one(name):
                 async with limit:
-                    return await _fill_one(name, notebooks[name], (declared or {}).get(name, []), settings, zygote,
-                                           work / f"notebook-{index[name]}")
+                    return await _fill_one(name, fills[name], settings, zygote, work / f"notebook-{index[name]}")
 
-            return await asyncio.gather(*(one(name) for name in notebooks))
+            return await asyncio.gather(*(one(name) for name in fills))
 
-        index = {name: i for i, name in enumerate(notebooks)}
+        index = {name: i for i, name in enumerate(fills)}
         problems = [p for p in asyncio.run(run_all()) if p]
-        merged = work / "merged"
-        merged.mkdir()
-        for name in notebooks:
-            for part in ("kernel", "runner"):
+        merged, counts = work / "merged", {}
+        merged.mkdir(mode=0o700)
+        for part in PARTS:
+            (merged / part).mkdir()
+            for name in fills:
                 staging = work / f"notebook-{index[name]}" / part
                 if not staging.is_dir() or staging.is_symlink():
                     continue
                 for entry in os.scandir(staging):
-                    if entry.is_file(follow_symlinks=False) and not (merged / entry.name).exists():
-                        os.rename(entry.path, merged / entry.name)
-        count = seal(merged)
+                    if entry.is_file(follow_symlinks=False) and not (merged / part / entry.name).exists():
+                        os.rename(entry.path, merged / part / entry.name)
+            counts[part] = seal(merged / part)
+        os.chmod(merged, 0o711)
         os.rename(merged, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return count, problems
+    return counts, problems
 
 
 def fill(course, assignments: list[str], settings, zygote, workers: int, root: Path) -> tuple[Path, str]:
@@ -160,14 +201,11 @@ def fill(course, assignments: list[str], settings, zygote, workers: int, root: P
     os.chmod(root, 0o700)
     final = root / folder_key(course, assignments, settings)
     if final.is_dir():
-        return final, f"compiled programs kept from an earlier run ({len(os.listdir(final))})"
-    from .pipeline import declared_programs
-
-    notebooks = {a: _instructor_notebook(course, a, settings) for a in assignments}
-    declared = {a: declared_programs(course, a, settings.num_devices) for a in assignments}
-    count, problems = build(notebooks, settings, zygote, workers, final, declared)
-    note = f"compiled {count} programs from the instructor's notebooks"
-    return final, note + (f" (instructor notebook problems: {'; '.join(problems)})" if problems else "")
+        return final, "compiled programs kept from an earlier run"
+    counts, problems = build(fills(course, assignments, settings), settings, zygote, workers, final)
+    note = (f"compiled {counts['kernel']} programs of the released notebooks for the kernels and "
+            f"{counts['runner']} of the instructor's for the program runners")
+    return final, note + (f" (notebook problems: {'; '.join(problems)})" if problems else "")
 
 
 # ---------------------------------------------------------------- on Dask workers
@@ -181,14 +219,13 @@ _WORKER_LOCK = threading.Lock()
 
 
 def fill_request(course, assignments: list[str], settings) -> dict:
-    """What a worker needs to fill its own cache: the instructor's notebooks and the programs their tests export."""
-    from .pipeline import declared_programs
+    """What a worker needs to fill its own cache: the released and instructor's notebooks, the programs declared."""
     from .programs import program_to_json
 
     return {"key": folder_key(course, assignments, settings),
-            "notebooks": {a: nbformat.writes(_instructor_notebook(course, a, settings)) for a in assignments},
-            "declared": {a: [program_to_json(p) for p in declared_programs(course, a, settings.num_devices)]
-                         for a in assignments}}
+            "fills": {a: {"released": nbformat.writes(f.released), "instructor": nbformat.writes(f.instructor),
+                          "declared": [program_to_json(p) for p in f.declared]}
+                      for a, f in fills(course, assignments, settings).items()}}
 
 
 def worker_folder(request: dict, settings, zygote) -> Path | None:
@@ -203,12 +240,11 @@ def worker_folder(request: dict, settings, zygote) -> Path | None:
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             started = time.monotonic()
             try:
-                notebooks = {a: nbformat.reads(text, as_version=4) for a, text in request["notebooks"].items()}
-                declared = {a: [program_from_json(p) for p in programs] for a, programs in request["declared"].items()}
-                count, problems = build(notebooks, settings, zygote, os.cpu_count() or 1, root / "sealed", declared)
-                print(f"grader: compiled {count} programs from the instructor's notebooks in "
-                      f"{time.monotonic() - started:.1f} s" + (f" ({'; '.join(problems)})" if problems else ""),
-                      file=sys.stderr, flush=True)
+                found = {a: Fill(nbformat.reads(f["released"], as_version=4), nbformat.reads(f["instructor"], as_version=4),
+                                 [program_from_json(p) for p in f["declared"]]) for a, f in request["fills"].items()}
+                counts, problems = build(found, settings, zygote, os.cpu_count() or 1, root / "sealed")
+                print(f"grader: compiled {counts} programs in {time.monotonic() - started:.1f} s"
+                      + (f" ({'; '.join(problems)})" if problems else ""), file=sys.stderr, flush=True)
                 _WORKER_FOLDERS[key] = root / "sealed"
             except Exception as error:  # noqa: BLE001 - only a speed-up
                 print(f"grader: no compilation cache on this worker ({type(error).__name__}: {error})",

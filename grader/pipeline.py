@@ -59,8 +59,8 @@ class Settings:
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
     fork_server: bool = True  # fork kernels from a process that imported the libraries once
-    compile_cache: bool = True  # sealed kernels read XLA programs compiled from source/ (grader.compile_cache)
-    compile_cache_dir: Path | None = None  # that folder, once filled and sealed
+    compile_cache: bool = True  # sealed kernels and runners read XLA programs compiled beforehand (grader.compile_cache)
+    compile_cache_dir: Path | None = None  # that folder, once filled and sealed: kernel/ and runner/ below it
 
 
 def notebook_name(assignment: str) -> str:
@@ -254,7 +254,8 @@ async def confinement(settings: Settings):
             # The kernel sees Python, the environment and the public kernel helpers; nothing else.
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
-            conf.compile_cache = settings.compile_cache_dir  # read only in the kernel
+            # read only in the kernel: only the released notebook's programs (grader.compile_cache)
+            conf.compile_cache = settings.compile_cache_dir and settings.compile_cache_dir / "kernel"
         yield conf
 
 

@@ -64,7 +64,8 @@ def _notebook(code: str):
 
 def _fill(folder: Path, code: str) -> tuple[int, list[str]]:
     settings = Settings(out=Path(tempfile.gettempdir()))
-    return compile_cache.build({"trusted": _notebook(code)}, settings, None, 1, folder)
+    counts, problems = compile_cache.build({"trusted": compile_cache.Fill(_notebook(code))}, settings, None, 1, folder)
+    return counts["kernel"], problems
 
 
 def _grade(code: str, cache: Path | None):
@@ -106,6 +107,7 @@ def filled():
 @needs_root
 def test_the_fill_run_writes_programs_and_seals_them(filled):
     folder, count, problems = filled
+    folder = folder / "kernel"
     assert not problems and count >= 1
     assert count == len(list(folder.iterdir()))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o111 and folder.stat().st_uid == 0  # searched, never listed
@@ -118,7 +120,7 @@ def test_the_fill_run_writes_programs_and_seals_them(filled):
 @needs_root
 def test_a_grading_kernel_reads_the_cache_and_cannot_write_it(filled):
     folder, _, _ = filled
-    before = _digest(folder)
+    before = _digest(folder / "kernel")
     nb = _grade(PROBE.format(devices=4, factor=2, entries=sorted(before)), folder)
     text = _texts(nb)
     probe = json.loads(text.split("probe ", 1)[1].splitlines()[0])
@@ -127,7 +129,7 @@ def test_a_grading_kernel_reads_the_cache_and_cannot_write_it(filled):
     assert probe["read_only_mount"], probe  # a second defence: even the files' owner could not write
     # no write of any kind, and no listing (the names of the instructor's programs stay unknown)
     assert set(probe["attempts"].values()) <= {"OSError", "PermissionError"} and len(probe["attempts"]) == 7, probe
-    assert _digest(folder) == before
+    assert _digest(folder / "kernel") == before
     assert not any(o.get("name") == "stderr" for o in nb.cells[0].outputs), text
     shown = "".join(line for line in text.splitlines(True) if not line.startswith("probe "))
     assert "warn" not in shown.lower() and "cache" not in shown.lower(), shown
@@ -136,7 +138,7 @@ def test_a_grading_kernel_reads_the_cache_and_cannot_write_it(filled):
 @needs_root
 def test_another_program_or_device_count_never_gets_a_cached_executable(filled):
     folder, _, _ = filled
-    before = _digest(folder)
+    before = _digest(folder / "kernel")
     for devices, factor, expected in ((4, 3, "value [1.0, 4.0, 7.0"), (2, 2, "value [1.0, 3.0, 5.0")):
         nb = _grade(PROBE.format(devices=devices, factor=factor, entries=sorted(before)), folder)
         text = _texts(nb)
@@ -144,7 +146,7 @@ def test_another_program_or_device_count_never_gets_a_cached_executable(filled):
         assert expected in text
         assert probe["misses"] >= 1, probe  # compiled in the kernel, not taken from the cache
         assert not any(o.get("name") == "stderr" for o in nb.cells[0].outputs), text
-    assert _digest(folder) == before  # the misses wrote nothing
+    assert _digest(folder / "kernel") == before  # the misses wrote nothing
 
 
 def test_a_learner_kernel_without_the_folder_uses_no_cache(tmp_path):
@@ -156,3 +158,36 @@ def test_a_learner_kernel_without_the_folder_uses_no_cache(tmp_path):
     (tmp_path / ".cache" / "jax-course-xla").mkdir(parents=True)
     out = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith(repr(str(tmp_path / ".cache" / "jax-course-xla")))
+
+
+INSTRUCTOR = """
+from coursekit.runtime import start_jax
+devices = start_jax(4)
+import jax, jax.numpy as jnp
+from coursekit.programs import exported
+from coursekit.record import record
+solution = jax.jit(lambda x: x * 7 + 1)  # the instructor's answer, which the hidden test also exports
+print("value", solution(jnp.arange(8.0)).tolist())
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+placed = jax.device_put(jnp.arange(8.0), NamedSharding(Mesh(devices, ("data",)), PartitionSpec()))
+record("program.solution", exported(solution, placed))
+"""
+
+
+@needs_root
+def test_kernels_never_read_a_program_of_the_instructors_solution_or_hidden_tests(tmp_path):
+    """A kernel can tell a hit from a miss, so a cached solution would be an oracle for the answer: its folder
+    holds only what the released notebook compiles; the instructor's programs go to the runners' folder only."""
+    from grader.programs import Input, Program
+
+    test_cell = nbformat.v4.new_code_cell(INSTRUCTOR, metadata={"nbgrader": {"grade_id": "test-solution"}})
+    fill = compile_cache.Fill(_notebook(PROGRAM.format(devices=4, factor=2)),
+                              nbformat.v4.new_notebook(cells=[test_cell]),
+                              [Program("test-solution/program.solution", 4, (Input((8,)),))])
+    final = tmp_path / "sealed"
+    counts, problems = compile_cache.build({"course": fill}, Settings(out=tmp_path), None, 1, final)
+    assert not problems and counts["kernel"] >= 1 and counts["runner"] >= 1, (counts, problems)
+    for factor, misses in ((2, 0), (7, 1)):  # the released notebook's program; the instructor's solution
+        nb = _grade(PROBE.format(devices=4, factor=factor, entries=["x"]), final)
+        probe = json.loads(_texts(nb).split("probe ", 1)[1].splitlines()[0])
+        assert probe["misses"] == misses and probe["hits"] >= 1, (factor, probe)  # (the eager arange hits)

@@ -162,7 +162,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
 def _sandbox(settings, fill_cache: Path | None = None):
     """A confinement for the runner: like a kernel's, plus the grader's own package (read-only).
 
-    It reads the sealed compilation cache (``settings.compile_cache_dir``) as a kernel does; with
+    It reads the sealed compilation cache of the instructor's programs (``settings.compile_cache_dir/runner``); with
     ``fill_cache`` (only for the instructor's programs, ``grader.compile_cache``) it writes that folder instead.
     """
     from grader.pipeline import RUNNER_UID_RANGE, leased_uid
@@ -177,7 +177,8 @@ def _sandbox(settings, fill_cache: Path | None = None):
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent,
                          Path(__file__).resolve().parents[1]]
-            conf.compile_cache = getattr(settings, "compile_cache_dir", None)
+            cache = getattr(settings, "compile_cache_dir", None)
+            conf.compile_cache = cache and cache / "runner"
             if fill_cache is not None:
                 fill_cache.mkdir(mode=0o700, exist_ok=True)
                 os.chown(fill_cache, conf.uid, conf.uid)  # this runner's uid only; sealed afterwards
