@@ -146,7 +146,15 @@ def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_for
         assert learner.get("/formgrader/api/assignments")[0] == 404
     finally:
         learner.stop()
+    released = {p: p.read_bytes() for p in course.release.rglob("*") if p.is_file()}
     instructor = Server(*instructor_lab(course), tmp_path / "instructor-home", tmp_path / "instructor.log")
+    # formgrader's Autograde needs the assignments in gradebook.db; the instructor's start records them
+    # (a fresh clone has a release folder but no gradebook), without touching notebooks/
+    import sqlite3
+
+    with sqlite3.connect(course.root / "gradebook.db") as connection:
+        assert {n for (n,) in connection.execute("SELECT name FROM assignment")} == set(course.assignments())
+    assert {p: p.read_bytes() for p in course.release.rglob("*") if p.is_file()} == released
     try:
         status, body = instructor.get("/formgrader/api/assignments")
         assert status == 200, instructor.log.read_text()[-2000:]
