@@ -314,11 +314,18 @@ async function login(browser, server, landing) {
     outside.push(url);
     return route.abort();
   });
+  // MathJax's files (configuration, extensions, fonts) all come from the instructor's server.
+  page.on('response', (response) => {
+    if (response.url().includes('/static/jupyter_server_mathjax/') && response.status() >= 400) {
+      missing.push(`${response.status()} ${response.url()}`);
+    }
+  });
   await page.goto(`${server.url}${landing}?token=${server.token}`);
   return page;
 }
 
 const outside = [];
+const missing = [];
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -341,6 +348,7 @@ async function main() {
       results[name] = await run();
     }
     check(outside.length === 0, `requests left the machine: ${[...new Set(outside)].slice(0, 5)}`);
+    check(missing.length === 0, `MathJax asked the instructor's server for files it lacks: ${missing.slice(0, 5)}`);
     log(`all checks passed; ${shotCount} screenshots in ${ARTIFACTS}`);
     console.log(`LOOP-RESULT ${JSON.stringify({ timings, feedback: results['fetch-feedback'],
       gradebook: results['stock-again'] })}`);
