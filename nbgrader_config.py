@@ -56,3 +56,12 @@ c.ProjectAutograde.course_root = c.CourseDirectory.root
 c.ProjectFeedback.course_root = c.CourseDirectory.root
 # `nbgrader export` writes its own file; grades.csv is the grader's (other columns).
 c.ExportPlugin.to = "nbgrader_grades.csv"
+
+# formgrader's MathJax comes from the instructor's server (jupyter-server-mathjax), not a CDN: this folder,
+# searched before nbgrader's own formgrade templates, holds a mathjax macro that points there.
+import nbgrader  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(c.CourseDirectory.root, "lab", "instructor", "templates"),
+    os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+]

@@ -21,6 +21,15 @@ and the grader's record JSON (unchanged: records are data, never rendered);
 ``text/html`` and ``text/markdown`` are cleaned; every other type (SVG,
 JavaScript, widget views, ...) is dropped. Output metadata keeps only numeric
 width and height; widget state in the notebook's metadata is dropped.
+
+Math on the feedback page is rendered on the server: each ``$...$``, ``$$...$$``
+and ``\\begin{env}...\\end{env}`` that mistune finds in markdown (never inside
+code) becomes MathML (``latex2mathml``), cleaned by nh3 with an allowlist of
+presentation MathML elements and layout attributes only (no ``href``, ``style``,
+events, ``annotation-xml``), and put back into the already cleaned page as
+element content. The page needs no script (its CSP allows none); browsers with
+MathML Core (Chromium 109+, Firefox, Safari) draw it. Learner raw HTML never gets
+the MathML allowlist: only math the markdown parser found does.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ import json
 import re
 from html.parser import HTMLParser
 
+import latex2mathml.converter
 import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
@@ -44,6 +54,21 @@ ATTRIBUTES = {tag: set(names) - {"cite"} for tag, names in nh3.ALLOWED_ATTRIBUTE
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+")
 _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=]+")
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
+# Presentation MathML as latex2mathml writes it; nothing that links, scripts, styles or embeds HTML
+# (no maction, semantics/annotation-xml, mglyph; no href, style, class, id or event attributes).
+MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "mfrac", "msqrt", "mroot", "msub",
+               "msup", "msubsup", "munder", "mover", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded",
+               "mphantom", "menclose", "merror"}
+MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "form", "accent", "accentunder",
+                     "lspace", "rspace", "minsize", "maxsize", "symmetric", "largeop", "movablelimits", "width",
+                     "height", "depth", "linethickness", "displaystyle", "scriptlevel", "columnalign",
+                     "columnspacing", "rowspacing", "columnlines", "rowlines", "frame", "notation", "mathcolor",
+                     "mathbackground", "mathsize"}
+# Where math stood in the rendered markdown until the page is cleaned (private-use characters,
+# removed from the learner's source first, so only the markdown parser makes these).
+_MATH_MARK = ("\ue000", "\ue001")
+_MATH_TOKEN = re.compile("\ue000([0-9]+)\ue001")
+_MATH_TOKEN_ANYWHERE = re.compile("(\ue000|%EE%80%80)[0-9]+(\ue001|%EE%80%81)", re.I)  # also in a heading's URL
 
 
 def _url(value: str) -> tuple[str, str]:
@@ -74,6 +99,7 @@ def clean_html(fragment: str, *, page: bool = False) -> str:
     """
 
     def keep(tag: str, attribute: str, value: str) -> str | None:
+        value = _MATH_TOKEN_ANYWHERE.sub("", value)  # math is put back as element content only, never in a value
         if attribute == "src":
             return value if safe_image(value, page=page) else None
         if attribute == "href":
@@ -114,14 +140,54 @@ def _memo(function):
     return call
 
 
+def _math_value(tag: str, attribute: str, value: str) -> str | None:
+    return value.translate({ord("<"): None, ord(">"): None, ord("`"): None, ord("&"): None})
+
+
+def tex_to_mathml(tex: str, display: bool = False) -> str:
+    """TeX as inert MathML; the TeX as escaped code when latex2mathml cannot convert it."""
+    try:
+        mathml = latex2mathml.converter.convert(tex, display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - unsupported or malformed TeX: show what was written
+        fence = "$$" if display else "$"
+        return f"<code>{html.escape(fence + tex + fence)}</code>"
+    # latex2mathml copies \text{...} and \href/\style arguments verbatim: nh3 keeps only MathML.
+    return nh3.clean(mathml, tags=MATHML_TAGS, attributes={tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS},
+                     attribute_filter=_math_value, url_schemes=set(), strip_comments=True)
+
+
+class _MathRenderer(IPythonRenderer):
+    """nbconvert's renderer, with each math span replaced by a mark to put its MathML at later."""
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.math: list[tuple[str, bool]] = []
+
+    def _mark(self, tex: str, display: bool) -> str:
+        self.math.append((tex, display))
+        return f"{_MATH_MARK[0]}{len(self.math) - 1}{_MATH_MARK[1]}"
+
+    def inline_math(self, body: str) -> str:
+        return self._mark(body, False)
+
+    def block_math(self, body: str) -> str:
+        return self._mark(body, True)
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return self._mark(f"\\begin{{{name}}}{body}\\end{{{name}}}", True)
+
+
 @_memo
 def markdown_to_html(source: str, attachments: dict) -> str:
-    """Rendered and cleaned markdown, for the feedback page."""
+    """Rendered and cleaned markdown, with its math as MathML, for the feedback page."""
+    source = source.translate({ord(c): None for c in _MATH_MARK})
+    renderer = _MathRenderer(escape=False, attachments=_Attachments(attachments or {}))
     try:
-        rendered = _render(source, attachments)
+        rendered = MarkdownWithMath(renderer=renderer).render(source)
     except Exception:  # noqa: BLE001 - a markdown parser failure: show the text
         return f"<pre>{html.escape(source)}</pre>"
-    return clean_html(rendered, page=True)
+    cleaned = clean_html(rendered, page=True)  # math marks survive as text, and only as text
+    return _MATH_TOKEN.sub(lambda m: tex_to_mathml(*renderer.math[int(m.group(1))]), cleaned)
 
 
 class _Urls(HTMLParser):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from .layout import Course
@@ -83,9 +84,37 @@ def learner_lab(course: Course, workspace: Path | None = None, extra: list[str] 
     return argv, _jupyter_env(course.root / LEARNER_CONFIG), workspace
 
 
+def register_assignments(course: Course) -> list[str]:
+    """Record in the course's gradebook.db each assignment it does not know yet; return their names.
+
+    formgrader's Autograde (nbgrader's Autograde converter) refuses an assignment missing from the
+    database, and on a fresh clone the release folder ``notebooks/`` is already there, so Release and
+    Collect work before anyone pressed Generate. nbgrader's generate step records the notebooks and
+    cells; its student version goes to a throwaway folder (``notebooks/`` is not touched).
+    """
+    import sqlite3
+
+    from .generate import generate
+
+    db = course.root / "gradebook.db"
+    known: set[str] = set()
+    if db.exists():  # read only, without nbgrader's API (which needs `alembic` on PATH)
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='assignment'").fetchone():
+                known = {name for (name,) in connection.execute("SELECT name FROM assignment")}
+    missing = [assignment for assignment in course.assignments() if assignment not in known]
+    db_url = f"sqlite:///{db}"
+    if missing:
+        print(f"gradebook.db: recording {', '.join(missing)} for formgrader (once, about 10 s each)", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            generate(course, missing, release=Path(tmp), db_url=db_url)
+    return missing
+
+
 def instructor_lab(course: Course, extra: list[str] = ()) -> tuple[list[str], dict, Path]:
     """argv, environment and working folder of the instructor's JupyterLab (formgrader)."""
     ensure_exchange(course)
+    register_assignments(course)
     argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={course.root}",
             "--LabApp.default_url=/formgrader", *_root_flag(), *extra]
     return argv, _jupyter_env(None), course.root

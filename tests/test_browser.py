@@ -122,16 +122,16 @@ def _stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _run_browser(env: dict[str, str], timeout: float = 420) -> tuple[int, str]:
-    """node lab.mjs in its own process group, so a timeout also ends the Chromium it started."""
-    process = subprocess.Popen(["node", str(BROWSER / "lab.mjs")], cwd=ROOT, env=env, text=True,
+def _run_browser(env: dict[str, str], timeout: float = 420, script: str = "lab.mjs") -> tuple[int, str]:
+    """node SCRIPT in its own process group, so a timeout also ends the Chromium it started."""
+    process = subprocess.Popen(["node", str(BROWSER / script)], cwd=ROOT, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        return -1, f"{output}\nlab.mjs timed out after {timeout:.0f} s"
+        return -1, f"{output}\n{script} timed out after {timeout:.0f} s"
     return process.returncode, output
 
 
@@ -166,3 +166,123 @@ def test_learner_and_instructor_in_jupyterlab(tmp_path):
     finally:
         _stop(process)
     assert _fingerprint() == before, "the browser test changed files of the repository's course"
+
+
+# ---------------------------------------------------------------- the whole loop (tests/browser/loop.mjs)
+
+GRADEBOOK_SCORES = """
+import json, sys
+from nbgrader.api import Gradebook, MissingEntry
+
+db, assignment, student = sys.argv[1:]
+with Gradebook(db) as book:
+    try:
+        notebook = book.find_submission_notebook(assignment, assignment, student)
+    except MissingEntry:
+        print(json.dumps({"submission": None, "grades": {}}))
+        raise SystemExit
+    comments = {c.name: c.manual_comment for c in notebook.comments}
+    grades = {g.name: {"auto_score": g.auto_score, "manual_score": g.manual_score, "score": g.score,
+                       "max_score": g.max_score, "needs_manual_grade": g.needs_manual_grade,
+                       "comment": comments.get(g.name)} for g in notebook.grades}
+    submission = book.find_submission(assignment, student)
+    print(json.dumps({"submission": {"score": submission.score, "max_score": submission.max_score},
+                      "grades": grades}))
+"""
+LEARNER_ANSWER = ("Summing the $p$ local means of $N/p$ rows each makes the gradient $p$ times too large, "
+                  "$$\\nabla L = \\frac{2}{N} X^\\mathsf{T}(Xw - y),$$ yet such a step still points downhill, "
+                  "so a falling loss is weak evidence; the first update checked against the host reference "
+                  "(loss 4.875, gradient [-5.25, -0.75]) is strong evidence.")
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_the_whole_loop_in_jupyterlab_and_formgrader(tmp_path):
+    """Fetch, solve, Validate, Submit in the learner's Assignment List; Release, Collect, Autograde, hand grade,
+    Generate and Release Feedback in formgrader; Fetch Feedback; the stock buttons again; then regenerate the
+    course. Slow part: one Validate run and two runs of the course's grader (Autograde) on 2 cores."""
+    import getpass
+
+    import nbformat
+
+    from grader.workspace import instructor_lab, learner_lab
+    from test_workflow import Server, copy_course, hidden_lines
+
+    if not JUPYTER.exists():
+        pytest.skip(f"{JUPYTER} is missing: run `make test`, which installs the project's environment")
+    _setup_browser()
+    began = time.monotonic()
+    course = copy_course(tmp_path / "course")
+    workspace = course.root / "workspace"   # where `make lab` puts it; nothing is seeded: the learner fetches
+    workspace.mkdir()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("loop-*.png"):
+        old.unlink()
+    assignment, student = "sharded_step", getpass.getuser()
+    solved = nbformat.read(ROOT / "samples" / "submitted" / "ada" / assignment / f"{assignment}.ipynb", as_version=4)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in solved.cells}
+    script = tmp_path / "gradebook_scores.py"
+    script.write_text(GRADEBOOK_SCORES)
+    fixture = {
+        "assignment": assignment, "student": student,
+        "solutions": {"train-step": by_id["train-step"], "transfer": by_id["transfer"],
+                      "pause-and-reason": LEARNER_ANSWER},
+        "typed": {"grade_id": "quiz", "source": by_id["quiz"].strip()},
+        "manual": {"grade_id": "pause-and-reason", "points": 2, "comment": "Clear reasoning " + secrets.token_hex(3)},
+        "hidden_lines": hidden_lines(course, assignment),
+        "gradebook_command": [sys.executable, str(script), f"sqlite:///{course.root / 'gradebook.db'}", assignment,
+                              student],
+    }
+    (tmp_path / "fixture.json").write_text(json.dumps(fixture))
+    servers = []
+    try:
+        for who, (argv, env, cwd) in (("learner", learner_lab(course)), ("instructor", instructor_lab(course))):
+            home = tmp_path / f"{who}-home"
+            for name, settings in LAB_SETTINGS.items():
+                (home / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
+                (home / "settings" / name).write_text(json.dumps(settings))
+            servers.append(Server(argv, env, cwd, home, ARTIFACTS / f"loop-{who}.log"))
+        learner, instructor = servers
+        returncode, output = _run_browser(dict(
+            os.environ, LEARNER_URL=learner.url, LEARNER_TOKEN=learner.token, INSTRUCTOR_URL=instructor.url,
+            INSTRUCTOR_TOKEN=instructor.token, COURSE_DIR=str(course.root), LOOP_FIXTURE=str(tmp_path / "fixture.json"),
+            ARTIFACTS_DIR=str(ARTIFACTS)), script="loop.mjs", timeout=900)
+        print(output)
+        assert returncode == 0, (
+            f"browser loop failed (screenshots in {ARTIFACTS}):\n{output}\n"
+            f"--- learner log (end) ---\n{learner.log.read_text()[-2000:]}\n"
+            f"--- instructor log (end) ---\n{instructor.log.read_text()[-3000:]}")
+    finally:
+        for server in servers:
+            server.stop()
+    loop = json.loads(next(l for l in output.splitlines() if l.startswith("LOOP-RESULT "))[len("LOOP-RESULT "):])
+
+    # On disk: the course's grader graded the collected submission; every autograded test passed.
+    result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())
+    assert result["status"] == "graded" and all(t["passed"] for t in result["tests"]), result
+    book = loop["gradebook"]
+    manual = book["grades"]["pause-and-reason"]
+    assert manual["manual_score"] == 2 and manual["comment"] == fixture["manual"]["comment"]
+    assert book["submission"]["score"] == result["score"] + 2 == loop["feedback"]["total"]
+    assert loop["feedback"]["auto"] == result["score"] == loop["feedback"]["autoMax"]
+    # The feedback the learner fetched and the one the stock button wrote again: totals, math, no hidden test.
+    fetched = (workspace / loop["feedback"]["file"]).read_text()
+    regenerated = (course.root / "feedback" / student / assignment / f"{assignment}.html").read_text()
+    for page in (fetched, regenerated):
+        assert f"total: <b>{result['score'] + 2:g} / " in page and fixture["manual"]["comment"] in page
+        assert "<math" in page and "$N/p$" not in page
+        assert not [line for line in fixture["hidden_lines"] if line in page] and "HIDDEN TESTS" not in page
+
+    # Regenerating the course (what `make generate` runs) leaves the learner's workspace byte for byte.
+    mine = _tree(workspace)
+    assert f"{assignment}/{assignment}.ipynb" in mine
+    released = (course.root / "notebooks" / assignment / f"{assignment}.ipynb").stat().st_mtime_ns
+    done = subprocess.run([sys.executable, "-m", "grader", "generate"], cwd=course.root, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, COURSE_ROOT=str(course.root)))
+    assert done.returncode == 0, done.stderr
+    assert (course.root / "notebooks" / assignment / f"{assignment}.ipynb").stat().st_mtime_ns != released
+    assert _tree(workspace) == mine
+    print(f"loop timings (s): {loop['timings']}; whole test {time.monotonic() - began:.0f} s")

@@ -146,14 +146,52 @@ def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_for
         assert learner.get("/formgrader/api/assignments")[0] == 404
     finally:
         learner.stop()
+    released = {p: p.read_bytes() for p in course.release.rglob("*") if p.is_file()}
     instructor = Server(*instructor_lab(course), tmp_path / "instructor-home", tmp_path / "instructor.log")
+    # formgrader's Autograde needs the assignments in gradebook.db; the instructor's start records them
+    # (a fresh clone has a release folder but no gradebook), without touching notebooks/
+    import sqlite3
+
+    with sqlite3.connect(course.root / "gradebook.db") as connection:
+        assert {n for (n,) in connection.execute("SELECT name FROM assignment")} == set(course.assignments())
+    assert {p: p.read_bytes() for p in course.release.rglob("*") if p.is_file()} == released
     try:
         status, body = instructor.get("/formgrader/api/assignments")
         assert status == 200, instructor.log.read_text()[-2000:]
         assert {a["name"] for a in json.loads(body)} == set(course.assignments())
         assert instructor.get("/api/contents/source/sharded_step/rubric.py")[0] == 200
+        # formgrader's MathJax (lab/instructor/templates/formgrade/mathjax.html.j2) from this server, offline
+        for asset in (MATHJAX, "/static/jupyter_server_mathjax/config/TeX-AMS-MML_HTMLorMML-full.js",
+                      "/static/jupyter_server_mathjax/extensions/Safe.js"):
+            status, body = instructor.get(asset)
+            assert status == 200 and b"MathJax" in body, asset
     finally:
         instructor.stop()
+
+
+MATHJAX = "/static/jupyter_server_mathjax/MathJax.js"
+
+
+def test_formgrader_pages_load_mathjax_from_the_instructors_server(tmp_path):
+    """nbgrader 0.9's formgrade page calls nbconvert's mathjax() macro, whose default is a CDN; the course's
+    template folder (named in nbgrader_config.py) replaces the macro with the local copy."""
+    import re
+
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
+    from traitlets.config.loader import PyFileConfigLoader
+
+    course = copy_course(tmp_path / "course")
+    config = FormgradeExtension.build_extra_config(FormgradeExtension())  # what formgrader sets itself
+    config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(course.root)).load_config())
+    resources = {"base_url": "", "index": 0, "total": 1, "notebook_id": "n", "assignment_id": "a",
+                 "submission_id": "s", "student": "x", "last_name": "", "first_name": "", "notebook_path": "p"}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("the predictions $Xw$")])
+    page, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=resources)
+    scripts = re.findall(r'<script src="([^"]+)"', page)
+    assert f"../../../{MATHJAX.lstrip('/')}?config=TeX-AMS-MML_HTMLorMML-full,Safe" in scripts
+    # the submission page is {base}/formgrader/submissions/{id}/: ../../../ is the server's base URL
+    assert not re.findall(r"https?://[^\s\"'<>]+", page), "formgrader's page loads something from outside"
 
 
 # --- formgrader's buttons and stock nbgrader commands on the project's grader ---------------------

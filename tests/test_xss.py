@@ -63,6 +63,18 @@ MARKDOWN_PAYLOADS = {
     "data-html-link": f'<a href="data:text/html,<script>{js(21)}</script>">data</a>',
     "base-href": '<base href="http://127.0.0.1:9/pwned-22/">',
 }
+# Math the feedback page renders to MathML on the server (grader.sanitize.tex_to_mathml): latex2mathml copies
+# \text{...}, \href and \style arguments into its output verbatim, so these would be markup without nh3.
+MATH_PAYLOADS = {
+    "tex-text-script": f"$\\text{{<script>{js(70)}</script>}}$",
+    "tex-text-img": f'$\\text{{<img src=x onerror="{js(71)}">}}$',
+    "tex-then-img": f'$x$<img src=x onerror="{js(72)}">',
+    "tex-href": "$\\href{javascript:top.__pwned=73}{click}$",
+    "tex-style": "$\\style{background:url(http://127.0.0.1:9/pwned-74)}{y}$",
+    "tex-in-alt": f"![$\\text{{ x onerror={js(75)} }}$](data:image/png;base64,{PNG})",
+    "tex-mglyph": f'$\\text{{<mglyph><style><img src=x onerror="{js(76)}">}}$',
+    "tex-forged-mark": "\ue0000\ue001 <math><mtext><img src=x onerror=top.__pwned=77></mtext></math>",
+}
 BENIGN_MARKDOWN = (
     "Unequal shards: *emphasis*, **strong**, `code`, and math $Xw$ stay.\n\n"
     "- one\n- two\n\n| shard | rows |\n|---|---|\n| 0 | 2 |\n\n"
@@ -95,7 +107,8 @@ RECORD_OUTPUT = _display({sanitize.RECORD: {"key": "quiz.answer", "value": {"kin
 
 def hostile_notebook() -> nbformat.NotebookNode:
     """An autograded notebook as a hostile learner could leave it."""
-    answer = nbformat.v4.new_markdown_cell(BENIGN_MARKDOWN + "\n\n" + "\n\n".join(MARKDOWN_PAYLOADS.values()))
+    answer = nbformat.v4.new_markdown_cell(BENIGN_MARKDOWN + "\n\n" + "\n\n".join(MARKDOWN_PAYLOADS.values())
+                                           + "\n\n" + "\n\n".join(MATH_PAYLOADS.values()))
     answer.metadata["nbgrader"] = {"grade_id": "answer", "grade": True, "solution": True, "points": 2}
     answer.attachments = {"evil.svg": {"image/svg+xml": base64.b64encode(f'<svg onload="{js(50)}"/>'.encode()).decode()},
                           "dot.png": {"image/png": PNG}}
@@ -262,11 +275,47 @@ def test_feedback_page_has_no_active_content_and_a_csp():
     page = feedback.render(hostile_result(), hostile_notebook())
     head = page[page.index("<head>") + len("<head>"):]
     assert head.startswith(f"<meta http-equiv='Content-Security-Policy' content=\"{feedback.CSP}\">")
-    assert active_content(page, allowed={"meta", "style"}) == []
+    # <math> only where the markdown parser found TeX; the learner's own <math> and <mglyph> are gone
+    assert active_content(page, allowed={"meta", "style", "math"}) == []
+    assert "<mglyph" not in page and "<annotation" not in page and "<maction" not in page
     assert "<script" not in page.lower()  # javascript: and handlers survive only as escaped text
     assert page.count("<meta") == 2 and page.count("<style>") == 1
     assert not re.search(r"<img[^>]+src=['\"](?!data:image/(png|jpeg);base64,)", page)
     assert "<em>emphasis</em>" in page and f"data:image/png;base64,{PNG}" in page
+
+
+def test_feedback_renders_math_as_mathml_without_script():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "The predictions $Xw$ and the loss $$L(w) = \\frac{1}{2n}\\lVert Xw - y\\rVert^2$$, not in `$code$`.")])
+    page = feedback.render(NotebookResult("ada", "sharded_step", "sharded_step.ipynb", Status.GRADED, ""), nb)
+    assert "$Xw$" not in page and "$$" not in page and "<code>$code$</code>" in page
+    assert '<math display="inline"><mrow><mi>X</mi><mi>w</mi></mrow></math>' in page
+    assert '<math display="block">' in page and "<mfrac>" in page
+    assert "<script" not in page.lower() and feedback.CSP in page
+
+
+def test_course_prose_math_all_converts():
+    """Every TeX span of the instructor's prose becomes MathML (none falls back to the escaped TeX)."""
+    spans = 0
+    for path in sorted((ROOT / "source").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                rendered = sanitize.markdown_to_html(cell.source)
+                spans += rendered.count("<math")
+                assert "$" not in re.sub(r"<code>.*?</code>", "", rendered), (path.name, rendered[:300])
+    assert spans > 50
+
+
+@pytest.mark.parametrize("name", sorted(MATH_PAYLOADS))
+def test_each_math_vector_is_inert(name):
+    import latex2mathml.converter
+
+    rendered = sanitize.markdown_to_html(MATH_PAYLOADS[name])
+    assert active_content(rendered, allowed={"math"}) == [], rendered
+    assert "<script" not in rendered and "href" not in rendered and "style" not in rendered, rendered
+    assert not re.search(r"<(?!/?(p|math|mrow|mi|mtext|img|code)\b)", rendered), rendered
+    if name == "tex-text-script":  # the teeth: latex2mathml alone would emit the script element
+        assert "<script>" in latex2mathml.converter.convert("\\text{<script>x</script>}")
 
 
 # ---------------------------------------------------------------- hidden tests in feedback
@@ -345,6 +394,9 @@ def test_payloads_do_not_run_in_chromium(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     report = {Path(k).name: v for k, v in _run_xss(tmp_path / "manifest.json").items()}
     print(json.dumps(report, indent=1))
+    math = {name: found.pop("math") for name, found in report.items()}
+    # the feedback page's math is MathML that Chromium lays out natively (no script: the CSP allows none)
+    assert math["feedback.html"] and set(math["feedback.html"]) <= {"math", "block math"}, math["feedback.html"]
     for control in ("unsanitized-lab.html", "unsanitized-markdown.html"):
         found = report.pop(control)
         assert len(found["ran"]) >= 3 and found["present"], f"{control} should run payloads in Chromium: {found}"

@@ -2,11 +2,13 @@
 // Started by tests/test_xss.py: `node xss.mjs MANIFEST`, where MANIFEST is a JSON list of
 //   { "file": "/abs/path.html", "allow": ["https://cdn.example/asset.js", ...] }
 // (allow: URLs the page's own template requests; aborted, never fetched). Prints one JSON object:
-//   { "/abs/path.html": { "ran": [...], "present": [...] }, ... }
+//   { "/abs/path.html": { "ran": [...], "present": [...], "math": [...] }, ... }
 // ran: evidence that script ran or a payload made a request (window.__pwned, document.title,
 // a dialog, a console message, any request other than the file itself, data: URIs and `allow`);
 // present: active markup left in the DOM (on* attributes, javascript: URLs, frames, objects,
-// scripts that mention a payload), whether or not it fired. Exit status 0 unless the browser failed.
+// scripts that mention a payload), whether or not it fired; math: the computed CSS display of each <math>
+// element ("math" or "block math" where Chromium lays it out as MathML Core). Exit status 0 unless the
+// browser failed.
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -54,8 +56,10 @@ async function probe(context, { file, allow = [] }) {
     for (const item of found) (item.startsWith('ran: ') ? ran : present).push(item.replace(/^(ran|present): /, ''));
   }
   present = [...new Set(present)];
+  const math = await page.evaluate(() => [...document.querySelectorAll('math')].map((m) => getComputedStyle(m).display))
+    .catch(() => []);
   await page.close();
-  return { ran: [...new Set(ran)], present };
+  return { ran: [...new Set(ran)], present, math };
 }
 
 async function main() {
