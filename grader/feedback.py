@@ -134,10 +134,14 @@ def render(result: NotebookResult, executed, manual=None) -> str:
     notebook = executed.cells if executed is not None else []
     first_hidden = next((i for i, c in enumerate(notebook) if c.cell_type == "code" and HIDDEN.search(str(c.source))),
                         len(notebook))
+    budget = sanitize.MarkdownBudget()
     for index, cell in enumerate(notebook):
         gid = cells.grade_id(cell)
         if cell.cell_type == "markdown":
-            parts.append(f"<div class='cell'>{sanitize.markdown_to_html(text.redact(cell.source), cell.get('attachments'))}</div>")
+            source = text.redact(cell.source)
+            shown = (sanitize.markdown_to_html(source, cell.get("attachments")) if budget.take(source)
+                     else f"<pre>{html.escape(sanitize.as_text(source))}</pre>")
+            parts.append(f"<div class='cell'>{shown}</div>")
             continue
         if cell.cell_type != "code" or "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             continue

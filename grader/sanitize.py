@@ -121,6 +121,38 @@ class _Attachments(dict):
         return {"image/png": ""}
 
 
+# Markdown parsing (mistune, nbconvert's math patterns) can take time quadratic in a cell's length, and the
+# grader's other notebooks wait while it runs: longer learner markdown is shown as text, cut at the limit.
+MAX_MARKDOWN_CHARS = 10_000
+
+
+def _too_long(source: str) -> str | None:
+    """``source`` cut to the limit with a note when it is longer, else None."""
+    if len(source) <= MAX_MARKDOWN_CHARS:
+        return None
+    return (source[:MAX_MARKDOWN_CHARS] + f"\n[... {len(source) - MAX_MARKDOWN_CHARS} more characters: over the "
+            f"{MAX_MARKDOWN_CHARS} the grader renders; the submitted notebook has them all]")
+
+
+class MarkdownBudget:
+    """How much markdown one notebook may have rendered (its cells and ``text/markdown`` outputs together):
+    a notebook of many long cells would otherwise hold the grader for minutes. Past it, markdown is text."""
+
+    TOTAL_CHARS = 60_000
+
+    def __init__(self) -> None:
+        self.left = self.TOTAL_CHARS
+
+    def take(self, source: str) -> bool:
+        self.left -= min(len(source), MAX_MARKDOWN_CHARS)
+        return self.left >= 0
+
+
+def as_text(source: str, limit: int = 2_000) -> str:
+    """Markdown shown literally (a fenced block), cut at ``limit``: nothing of it is parsed."""
+    return _fenced(source if len(source) <= limit else source[:limit] + f"\n[... {len(source) - limit} more characters]")
+
+
 def _render(source: str, attachments: dict | None) -> str:
     """Markdown to HTML exactly as nbconvert (formgrader) renders it: raw HTML passes."""
     renderer = IPythonRenderer(escape=False, attachments=_Attachments(attachments or {}))
@@ -180,6 +212,9 @@ class _MathRenderer(IPythonRenderer):
 @_memo
 def markdown_to_html(source: str, attachments: dict) -> str:
     """Rendered and cleaned markdown, with its math as MathML, for the feedback page."""
+    cut = _too_long(source)
+    if cut is not None:
+        return f"<pre>{html.escape(cut)}</pre>"
     source = source.translate({ord(c): None for c in _MATH_MARK})
     renderer = _MathRenderer(escape=False, attachments=_Attachments(attachments or {}))
     try:
@@ -206,6 +241,9 @@ class _Urls(HTMLParser):
 @_memo
 def clean_markdown(source: str, attachments: dict) -> str:
     """Markdown source that renders without active content; unchanged when it already does."""
+    cut = _too_long(source)
+    if cut is not None:
+        return _fenced(cut)
     try:
         rendered = _render(source, attachments)
     except Exception:  # noqa: BLE001 - a markdown parser failure: keep the text, as text
@@ -259,7 +297,7 @@ def _metadata(metadata) -> dict:
     return kept
 
 
-def clean_output(output) -> dict | None:
+def clean_output(output, budget: MarkdownBudget | None = None) -> dict | None:
     """A safe copy of one code cell output, or None when nothing of it is safe."""
     kind = output.get("output_type")
     if kind == "stream":
@@ -283,7 +321,8 @@ def clean_output(output) -> dict | None:
         elif mime == "text/html":
             data[mime] = clean_html(_text(value))
         elif mime == "text/markdown":
-            data[mime] = clean_markdown(_text(value))
+            value = _text(value)
+            data[mime] = clean_markdown(value) if budget is None or budget.take(value) else as_text(value)
     if not data:
         return None
     clean = {"output_type": kind, "data": data, "metadata": _metadata(output.get("metadata"))}
@@ -299,6 +338,7 @@ def sanitize_notebook(nb):
     Code cell sources are left alone: every renderer shows them as escaped text.
     """
     nb = copy.deepcopy(nb)
+    budget = MarkdownBudget()
     nb.metadata.pop("widgets", None)  # widget state makes HTMLExporter load a widget renderer
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags")
@@ -307,9 +347,11 @@ def sanitize_notebook(nb):
         if "attachments" in cell:
             cell.attachments = clean_attachments(cell.attachments)
         if cell.cell_type == "markdown":
-            cell.source = clean_markdown(cell.source, cell.get("attachments"))
+            source = str(cell.source)
+            cell.source = clean_markdown(source, cell.get("attachments")) if budget.take(source) else as_text(source)
         elif cell.cell_type == "raw":
             cell.source = clean_html(cell.source)
         elif cell.cell_type == "code":
-            cell.outputs = [nbformat.from_dict(o) for o in map(clean_output, cell.get("outputs", [])) if o is not None]
+            cleaned = (clean_output(o, budget) for o in cell.get("outputs", []))
+            cell.outputs = [nbformat.from_dict(o) for o in cleaned if o is not None]
     return nb

@@ -558,3 +558,47 @@ def test_hostile_class_resumes_without_reading_the_sparse_file_and_changes_nothi
     assert [r.to_dict() | {"seconds": 0} for r in again] == [r.to_dict() | {"seconds": 0} for r in first]
     assert (out / "grades.csv").read_text(encoding="utf-8") == first_tables
     assert resumed_seconds < 60
+
+
+# ---------------------------------------------------------------- one notebook cannot hold up the others
+
+
+def test_pathological_markdown_is_shown_as_text_in_bounded_time():
+    """nbconvert's math patterns take time quadratic in a cell's length on `\\begin{a}` repeated (45 KB: 4 s;
+    a 512 KiB cell: hours), and the grader's other notebooks wait meanwhile. Long cells become text, and a
+    notebook's markdown is rendered up to a budget."""
+    from grader.sanitize import MAX_MARKDOWN_CHARS, clean_markdown, markdown_to_html
+
+    huge = "\\begin{a}" * 50_000  # 450 KB in one cell
+    began = time.process_time()
+    assert clean_markdown(huge, {}).startswith("```") and "more characters" in markdown_to_html(huge, {})
+    many = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("\\begin{a}" * (MAX_MARKDOWN_CHARS // 9))
+                                           for _ in range(200)])  # 200 cells just under the per-cell limit
+    cleaned = sanitize_notebook(many)
+    assert time.process_time() - began < 15, "rendering learner markdown must stay bounded"
+    assert sum(c.source.startswith("```") for c in cleaned.cells) >= 190  # past the budget: shown as text
+
+
+def test_a_cell_is_not_charged_for_the_time_the_grader_itself_was_held_up():
+    """A cell's time limit counts the kernel's time, not the grader's: another notebook's feedback holding the
+    GIL for seconds (the watch cannot run) must not time out an honest cell."""
+    from grader.kernel_run import _watch
+
+    class Quiet:  # a client and kernel manager that never overflow and stay alive
+        overflowed = False
+        kc = type("KC", (), {"oversized": staticmethod(lambda: False)})()
+
+        async def is_alive(self):
+            return True
+
+    async def scenario():
+        cell = asyncio.ensure_future(asyncio.sleep(3.5))  # an honest cell: 3.5 s, 2 s of it with the grader stalled
+        await asyncio.sleep(0.3)
+
+        async def hold():
+            time.sleep(2.0)  # the grader's own process, busy: no coroutine runs meanwhile
+
+        asyncio.ensure_future(hold())
+        return await _watch(cell, Quiet(), Quiet(), budget=1.5 + 0.9)
+
+    assert asyncio.run(scenario()) is None
