@@ -134,6 +134,11 @@ def _too_long(source: str) -> str | None:
             f"{MAX_MARKDOWN_CHARS} the grader renders; the submitted notebook has them all]")
 
 
+# nbconvert's templates draw ```mermaid fences with mermaid.js (from a CDN): learner-made SVG in the
+# instructor's browser. Such a fence is kept as plain text.
+_MERMAID = re.compile(r"^([ \t]{0,3})(`{3,}|~{3,})[ \t]*mermaid\b", re.M | re.I)
+
+
 class MarkdownBudget:
     """How much markdown one notebook may have rendered (its cells and ``text/markdown`` outputs together):
     a notebook of many long cells would otherwise hold the grader for minutes. Past it, markdown is text."""
@@ -244,6 +249,7 @@ def clean_markdown(source: str, attachments: dict) -> str:
     cut = _too_long(source)
     if cut is not None:
         return _fenced(cut)
+    source = _MERMAID.sub(r"\1\2text", source)
     try:
         rendered = _render(source, attachments)
     except Exception:  # noqa: BLE001 - a markdown parser failure: keep the text, as text

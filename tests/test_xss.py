@@ -239,6 +239,15 @@ def test_each_output_vector_is_neutralized(name):
     assert output is None or "pwned" not in json.dumps(output), output
 
 
+@pytest.mark.parametrize("fence", ["```mermaid", "~~~ Mermaid", "   ````mermaid {init}"])
+def test_a_mermaid_fence_is_plain_text(fence):
+    """nbconvert's templates hand ```mermaid blocks to mermaid.js, which draws learner-made SVG in the page."""
+    closing = fence.strip().split()[0].rstrip("mermaid{init}Mermaid")
+    cleaned = sanitize.clean_markdown(f"answer\n\n{fence}\ngraph TD; A-->B\n{closing}\n")
+    rendered = sanitize._render(cleaned, {})
+    assert "mermaid" not in rendered.lower() and "graph TD" in cleaned, rendered
+
+
 def test_ordinary_markdown_survives():
     rendered = sanitize._render(sanitize.clean_markdown(BENIGN_MARKDOWN), {})
     for piece in ("<em>emphasis</em>", "<strong>strong</strong>", "<code>code</code>", "$Xw$", "<li>two</li>",
