@@ -284,10 +284,12 @@ def _with_compile_cache(course: Course, settings: Settings, todo: list[Job], wor
 
     from . import compile_cache
 
+    assignments = compile_cache.worth_filling([job.assignment_id for job in todo])
+    if not assignments:
+        return settings
     started = time.monotonic()
     try:
-        folder, note = compile_cache.fill(course, sorted({job.assignment_id for job in todo}), settings, zygote,
-                                          workers, settings.out / ".compile-cache")
+        folder, note = compile_cache.fill(course, assignments, settings, zygote, workers, settings.out / ".compile-cache")
     except Exception as error:  # noqa: BLE001 - only a speed-up: every kernel then compiles its own programs
         print(f"no compilation cache this run ({type(error).__name__}: {error})", file=sys.stderr, flush=True)
         return settings

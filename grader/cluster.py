@@ -57,7 +57,7 @@ import nbformat
 
 from .batch import outstanding
 from .certs import Deployment
-from .compile_cache import fill_request, worker_folder
+from .compile_cache import fill_request, worker_folder, worth_filling
 from .gradebook import Gradebook
 from .kernel_run import Execution, SandboxError, run_in, start_kernel
 from .layout import Course
@@ -473,8 +473,9 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
     if todo:
         with Client(scheduler, security=security) as client:
             cache = None  # each worker compiles the instructor's programs once, for itself (grader.compile_cache)
-            if settings.compile_cache and settings.confine:
-                request = fill_request(course, sorted({job.assignment_id for job in todo}), settings)
+            assignments = worth_filling([job.assignment_id for job in todo])
+            if settings.compile_cache and settings.confine and assignments:
+                request = fill_request(course, assignments, settings)
                 cache = client.scatter([request], broadcast=True, hash=True)[0]  # one future: the whole dict
             running: dict = {}  # future -> (prepared submission, seconds its prepare took, result cap)
             for job in todo:

@@ -22,6 +22,7 @@ from cryptography import x509
 from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
+from grader import compile_cache
 from grader.batch import grade_all
 from grader.certs import make_certificates
 from grader.cli import main
@@ -74,8 +75,6 @@ def comparable(path: Path) -> dict:
 
 def _worker_caches() -> dict:
     """On a worker: its compilation-cache folders (by key) and how many programs each holds (kernels' and runners')."""
-    from grader import compile_cache
-
     return {key: sum(len(list((folder / part).iterdir())) for part in compile_cache.PARTS) if folder else 0
             for key, folder in compile_cache._WORKER_FOLDERS.items()}
 
@@ -89,7 +88,9 @@ def grade_cli(*args: str) -> int:
 # ---------------------------------------------------------------- (a) grading over TLS equals local grading
 
 
-def test_cluster_grades_equal_local_grades(tmp_path, course, cluster, tls_dir, client_security, capsys):
+def test_cluster_grades_equal_local_grades(tmp_path, course, cluster, tls_dir, client_security, capsys,
+                                         monkeypatch):
+    monkeypatch.setattr(compile_cache, "WORTH_FILLING_AT", 1)  # four samples: fill the workers' caches anyway
     assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
     local, remote = tmp_path / "local", tmp_path / "cluster"
     expected = grade_all(SAMPLES, course, Settings(out=local), workers=2, only=ONLY)
