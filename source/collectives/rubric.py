@@ -287,6 +287,12 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
                   f"{what}: each device should keep only its {n // p} values")
 
 
+NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: outside the per-device program there "
+                  "should be nothing but the placement of inputs and results (a computation beside or around the "
+                  "shard_map is partitioned by the compiler, which adds collectives of its own, and a shard_map "
+                  "whose in_specs differ from the inputs' placement makes the compiler move the data first)")
+
+
 def _programs(e: Evidence):
     """The three programs themselves, exported by the kernel and read by the grader: their collectives come
     from the programs, never from text the kernel reports."""
@@ -298,9 +304,13 @@ def _programs(e: Evidence):
         key, what = f"program.lowered.{name}", f"{name}, read by the grader from the program itself"
         run = e.program(key, what=what)
         e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
+        e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
         e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
         for other in unwanted:
             e.require(run.collectives.get(other.split(".")[1], 0) == 0, f"{what}: the program also contains {other}")
+        for other, count in run.collectives.items():
+            e.require(other == wanted.split(".")[1] or count == 0,
+                      f"{what}: the program also communicates with {other}: use {wanted} only")
         e.program_inputs(key, what=what)
 
 
