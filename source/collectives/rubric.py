@@ -107,6 +107,8 @@ def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, 
             raise Mismatch(f"{what}: the shard on device {shard.device} has no slice index") from None
         start = 0 if start is None else start
         stop = len(expected) if stop is None else stop
+        e.require(type(start) is int and type(stop) is int and 0 <= start < stop <= len(expected),
+                  f"{what}: the shard on device {shard.device} has a slice index outside the value")
         e.require(stop - start == portion, f"{what}: device {shard.device} should hold {portion} consecutive values")
         e.require(np.allclose(shard.value.astype(np.float64), actual[start:stop], rtol=rtol, atol=atol),
                   f"{what}: the portion on device {shard.device} is not its slice of the global value")
