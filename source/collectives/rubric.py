@@ -400,7 +400,7 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
 @rubric.test("test-payload")
 def _(e: Evidence):
     e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
-    cases = [(32, e.num_devices), (1000, 5), (4096, 2), (96, 3), (48, 16), (40, 1)]
+    cases = [(32, e.num_devices), (1000, 5), (4096, 2), (96, 3), (48, 16), (40, 1), (10, 4), (1000, 3)]
     e.close("payload.hidden", [ring(size, ranks) for size, ranks in cases], rtol=1e-9, atol=1e-9,
             mistakes=_payload_mistakes(cases, (len(cases), 2)))
 
@@ -501,7 +501,7 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
 @rubric.test("test-budget")
 def _(e: Evidence):
     cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
-             ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 16, e.num_devices])]
+             ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]
     for key, own_key, size, ranks in cases:
         candidates = [budget(size, ranks)] + [table for table in [_own_budget(e, own_key, size, ranks)] if table]
         e.close_to_any(key, candidates, rtol=1e-9, atol=1e-6, mistakes=_budget_mistakes(size, ranks),
