@@ -429,6 +429,29 @@ def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where
         portions_close(e, key, expected, devices, rtol=rtol, atol=atol, what=what, mistakes=mistakes)
 
 
+@rubric.programs("test-momentum")
+def _(p: int):
+    return [Program("program.momentum", p, (Input((2 * p,), ("data",)),) * 3)]
+
+
+def _momentum_program(e: Evidence, rate: float, beta: float):
+    """momentum_step itself, exported by the kernel and run by the grader on state it drew: a step computed on
+    the host (np.asarray of the state) cannot be exported, and the program's results must stay split."""
+    key, what = "program.momentum", "momentum_step, run by the grader on state it drew"
+    run = e.program_shardings(key, outputs=[False, False], what=what)
+    w, v, g = (value.astype(np.float64) for value in run.inputs)
+    new_v = beta * v + g
+    new_w = w - rate * new_v
+    e.program_close(key, 0, new_w, rtol=1e-5, atol=1e-6, what=f"{what} (new weights)", mistakes=[
+        Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
+        Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")])
+    e.program_close(key, 1, new_v, rtol=1e-5, atol=1e-6, what=f"{what} (new momentum)", mistakes=[
+        Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: v' = beta * v + g")])
+    portion = len(w) // e.num_devices
+    for output in run.outputs:
+        e.require(all(shape == (portion,) for shape in output.shard_shapes), f"{what}: {PARTITIONED}")
+
+
 @rubric.test("test-momentum")
 def _(e: Evidence):
     p = e.num_devices
@@ -442,6 +465,7 @@ def _(e: Evidence):
         _, hg, _ = data.random_regression(seed=90326 + size, rows=3 * size, cols=2)
         _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),
                   hg.astype(np.float64), 0.05, 0.8, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
+    _momentum_program(e, 0.05, 0.8)
 
 
 def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol):
