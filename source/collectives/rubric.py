@@ -490,6 +490,21 @@ def _(e: Evidence):
     _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6)
     hx, hy, hw = data.random_regression(seed=90309, rows=16, cols=8)
     _reversal(e, "hidden.yours.", hx, hy, hw, 1e-4, 1e-5)
+    _reversed_inputs(e, "hidden.yours.", hx, hy)
+
+
+def _reversed_inputs(e: Evidence, prefix: str, x, y):
+    """What reversal_experiment handed the notebook's programs: the gradient cannot tell an order from another (it
+    is a sum over rows), so the test noted the batch each program was given."""
+    for name in ("all_gradient", "shard_gradient"):
+        for part, original in [("features", x), ("labels", y)]:
+            key, what = f"{prefix}{name}.{part}", f"the {part} reversal_experiment gave {name} (an unseen batch)"
+            e.require(e.has(key) and e.get(key, what=what).kind != "scalar",
+                      f"{what}: reversal_experiment should run the notebook's {name} on the reversed batch")
+            reversed_ = np.asarray(original, dtype=np.float32).astype(np.float64)[::-1]
+            e.close(key, reversed_, rtol=1e-6, atol=1e-6, what=what, mistakes=[
+                Mistake(np.asarray(original, dtype=np.float32).astype(np.float64),
+                        f"the {part} are in their original order: reverse the rows and their labels together")])
 
 
 def budget(size, rank_counts):
