@@ -62,6 +62,7 @@ class ProgramRun:
     out_shardings: list[str | None] = field(default_factory=list)
     collectives: dict[str, int] = field(default_factory=dict)
     manual: bool = False  # a shard_map (manual) region
+    manual_only: bool = False  # one shard_map region computes everything: outside it only shardings and reshapes
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----

@@ -101,6 +101,7 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
         if isinstance(collectives, dict):
             run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int}
         run.manual = verdict.get("manual") is True
+        run.manual_only = verdict.get("manual_only") is True
         if verdict.get("error") is not None:
             run.error = str(verdict["error"])[:500]
             return run
@@ -153,6 +154,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int} \
             if isinstance(collectives, dict) else {}
         run.manual = data.get("manual") is True
+        run.manual_only = data.get("manual_only") is True
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

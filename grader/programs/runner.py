@@ -12,7 +12,12 @@ writes ``verdict.json`` there. For each program it:
    as host callbacks, disabled safety checks) or was exported for another
    device count or platform;
 3. reports its input and output shardings next to the ones the course
-   expects, and the collectives its StableHLO contains;
+   expects, the collectives its StableHLO contains, and whether it is one
+   per-device program: a single ``shard_map`` (manual) region that takes its
+   inputs as they are placed, with nothing but shardings, reshapes and
+   conversions outside it (``manual_only``; a global program with a
+   decorative ``shard_map`` beside it computes outside, and the compiler adds
+   collectives there that the text never shows);
 4. places the grader's fresh inputs with the expected shardings on a mesh of
    its device count, calls it, and reports every output with its shards.
 
@@ -31,6 +36,10 @@ ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShap
                         "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute",
                "collective_broadcast")
+#: what may stand outside the manual region of a per-device program (``manual_only``): no arithmetic, no collective
+OUTSIDE_MANUAL = {"func.return", "func.call", "sdy.manual_computation", "stablehlo.custom_call",
+                  "sdy.sharding_constraint", "sdy.reshard", "stablehlo.reshape", "stablehlo.convert"}
+_DIMS = re.compile(r"<@[\w.$-]+,\s*(\[[^\[\]]*\])")
 _CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
 
 
@@ -69,9 +78,70 @@ def _inspect(exported, text: str, mesh_size: int) -> str | None:
     if exported.disabled_safety_checks:
         return "it was exported with JAX's safety checks disabled"
     targets = {a or b for a, b in _CUSTOM_CALL.findall(text)} - ALLOWED_CUSTOM_CALLS
-    if targets:
-        return f"it calls code outside the compiler ({', '.join(sorted(targets))[:200]}): the program must be pure JAX"
+    if targets:  # how many, never their names: the kernel chose them
+        return (f"it calls code outside the compiler ({len(targets)} custom_call target(s) other than the sharding "
+                "annotations): the program must be pure JAX")
     return None
+
+
+def _dims(text: str) -> list[str]:
+    """The per-dimension shardings in an ``#sdy.sharding`` or ``#sdy.sharding_per_value`` attribute, as text."""
+    return [re.sub(r"\s+", "", dims) for dims in _DIMS.findall(text)]
+
+
+def manual_only(text: str) -> bool:
+    """Whether the program is one per-device program: exactly one ``sdy.manual_computation`` (shard_map) region
+    reached from ``main``, whose operands arrive with the shardings its ``in_shardings`` name (no resharding at
+    its boundary, which the compiler would implement with collectives of its own), and outside it only calls,
+    sharding annotations, reshapes and conversions. So every computation and every collective is inside the
+    region, written by the learner; a global program with a decorative ``shard_map`` beside it is not."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(text)
+        funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+                 if op.operation.name == "func.func"}
+        state = {"regions": 0, "clean": True, "calls": 0}
+
+        def outside(func, shardings: list) -> None:
+            state["calls"] += 1
+            if state["calls"] > 256:
+                state["clean"] = False
+                return
+            block = func.regions[0].blocks[0]
+            env = {arg.get_name(): sharding for arg, sharding in zip(block.arguments, shardings)}
+            for op in block.operations:
+                name = op.operation.name
+                if name not in OUTSIDE_MANUAL:
+                    state["clean"] = False
+                    return
+                operands = [env.get(value.get_name()) for value in op.operands]
+                if name == "sdy.manual_computation":
+                    state["regions"] += 1
+                    wanted = _dims(str(op.attributes["in_shardings"]))
+                    if wanted != operands:
+                        state["clean"] = False
+                elif name == "func.call":
+                    callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+                    if callee is None:
+                        state["clean"] = False
+                        return
+                    outside(callee, operands)
+                elif name == "stablehlo.convert":  # keeps its operand's sharding; the others may change it
+                    env[op.results[0].get_name()] = operands[0]
+
+        main = funcs.get("main")
+        if main is None:
+            return False
+        arg_attrs = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
+        shardings = []
+        for index in range(len(main.regions[0].blocks[0].arguments)):
+            attrs = ir.DictAttr(arg_attrs[index]) if arg_attrs is not None else None
+            found = _dims(str(attrs["sdy.sharding"])) if attrs is not None and "sdy.sharding" in attrs else []
+            shardings.append(found[0] if len(found) == 1 else None)
+        outside(main, shardings)
+        return state["clean"] and state["regions"] == 1
 
 
 def run_one(program: dict) -> dict:
@@ -95,6 +165,10 @@ def run_one(program: dict) -> dict:
     verdict["collectives"] = {name: len(re.findall(rf"stablehlo\.{name}\b|\"stablehlo\.{name}\"", text))
                               for name in COLLECTIVES}
     verdict["manual"] = "sdy.manual_computation" in text or "SPMDFullToShardShape" in text
+    try:
+        verdict["manual_only"] = manual_only(text)
+    except Exception:  # noqa: BLE001 - a module this reading does not understand is not one per-device program
+        verdict["manual_only"] = False
     refused = _inspect(exported, text, size)
     if refused:
         return {**verdict, "error": refused}

@@ -345,6 +345,10 @@ def _(e: Evidence):
     run = e.program_shardings("program.masked_mean", outputs=[True], what=what)
     e.require(run.manual and run.collectives.get("all_reduce", 0) >= 1,
               f"{what}: the program should psum over the devices inside jax.shard_map")
+    e.require(run.manual_only, f"{what}: the program should psum over the devices inside jax.shard_map, and compute "
+                               "everything there: outside the per-device program there should be nothing but the "
+                               "placement of inputs and results (a computation beside the shard_map is partitioned "
+                               "by the compiler, which adds collectives of its own)")
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
                     mistakes=masked_mistakes(losses, mask, p))

@@ -12,7 +12,7 @@ import numpy as np
 
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mistake, Rubric, denominator_mistakes
+from grader.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes
 from grader.programs import Input, Program
 
 rubric = Rubric(names={
@@ -252,7 +252,17 @@ def _(e: Evidence):
                                              "host_gradient in NumPy")] + mistakes
     else:
         e.close("transfer.other.sharded", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
+        raise Mismatch(f"{e.name('transfer.other.sharded')}: transfer_step did not run make_train_step(learning_rate):"
+                       " the sharded result must be the jitted step's new weights, computed on the devices")
     e.close("transfer.other.host", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
+    # The sharded result is placed as the learner's own step places its new weights (a step that returns host
+    # arrays, or places them wrongly, loses the placement test, not this one).
+    for key, own_key in [("transfer.sharded", "transfer.own_step"), ("transfer.other.sharded", "transfer.other.own_step")]:
+        own_step = e.get(own_key)
+        if own_step.kind == "jax_array":
+            e.array(key, shape=(2,), jax=True)
+            e.replicas_close(key, e.values(key, (2,)), rtol=1e-6, atol=1e-7, against="the result's own value")
+            e.shard_shapes(key, (2,), devices=len(own_step.shards))
 
 
 @rubric.test("test-quiz")

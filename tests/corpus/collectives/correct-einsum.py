@@ -1,4 +1,4 @@
-# scenario: correct, written differently: einsum contribution, jax.block_until_ready timer in nanoseconds, payload as G - G/p, momentum as plain array arithmetic
+# scenario: correct, written differently: einsum contribution, jax.block_until_ready timer in nanoseconds, payload as G - G/p (true division: p need not divide G), momentum as plain array arithmetic
 # base: solution
 # expect-fail:
 # %% cell collectives
@@ -59,7 +59,7 @@ def transfer_budget(gradient_bytes, rank_counts):
         dict(ranks=p,
              all_reduce_bytes=ring_payload(gradient_bytes, p)[1],
              scatter_gather_bytes=sum([ring_payload(gradient_bytes, p)[0]] * 2),
-             shard_storage_bytes=gradient_bytes // p)
+             shard_storage_bytes=gradient_bytes / p)
         for p in rank_counts
     ]
 

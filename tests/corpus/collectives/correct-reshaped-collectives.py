@@ -1,4 +1,4 @@
-# scenario: correct, written differently: untiled psum_scatter/all_gather on reshaped blocks, integer payload arithmetic, monotonic clock
+# scenario: correct, written differently: untiled psum_scatter/all_gather on reshaped blocks, payloads from an integer numerator with one true division, monotonic clock
 # base: solution
 # expect-fail:
 # %% cell collectives
@@ -44,8 +44,8 @@ def completed_samples(fn, *args, repeats=7):
     return samples
 # %% cell payload
 def ring_payload(gradient_bytes, ranks):
-    scatter = (ranks - 1) * gradient_bytes // ranks
-    return scatter, 2 * (ranks - 1) * gradient_bytes // ranks
+    scatter = (ranks - 1) * gradient_bytes / ranks  # integer numerator, one true division (p need not divide G)
+    return scatter, 2 * (ranks - 1) * gradient_bytes / ranks
 # %% cell momentum
 def momentum_step(weights, velocity, gradient, learning_rate, beta):
     @jax.jit
@@ -61,7 +61,7 @@ def transfer_budget(gradient_bytes, rank_counts):
         rs, ar = ring_payload(gradient_bytes, p)
         ag = rs
         rows_out.append({"ranks": p, "all_reduce_bytes": ar, "scatter_gather_bytes": rs + ag,
-                         "shard_storage_bytes": gradient_bytes // p})
+                         "shard_storage_bytes": gradient_bytes / p})
     return rows_out
 
 
