@@ -91,12 +91,16 @@ def _shown(node: ast.AST) -> str:
 
 def _parse(source: str) -> ast.AST | str | None:
     """The AST, None for source that is not Python (the kernel will say so), or why it could not be scanned."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, OverflowError):
-        return None
-    except (RecursionError, MemoryError):
-        return "nested too deeply to scan"
+    for attempt in range(2):
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError, OverflowError):
+            return None
+        except (RecursionError, MemoryError):
+            return "nested too deeply to scan"
+        except SystemError:  # CPython 3.11's "AST constructor recursion depth mismatch", seen once between threads
+            continue
+    return "could not be parsed to scan (the Python parser failed)"
 
 
 def flags_for(label: str, source: str, deadline=None) -> list[str]:
