@@ -383,6 +383,10 @@ def ring(size, ranks):
     return scatter, 2 * scatter
 
 
+FLOOR = ("integer (floor) division: // drops the remainder whenever p does not divide G; a byte count here is a "
+         "real number, so divide with /")
+
+
 def _payload_mistakes(cases, shape) -> list[Mistake]:
     def table(rule):
         return np.reshape([rule(size, ranks) for size, ranks in cases], shape)
@@ -394,6 +398,8 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
                 "the fraction is inverted: (p - 1)/p of G passes through each rank, not p/(p - 1)"),
         Mistake(table(lambda g, p: (g / p, 2 * g / p)), "G/p is what a rank keeps (storage), not what passes "
                 "through it: B_RS = (p - 1)/p G"),
+        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * ((p - 1) * g // p))), FLOOR),
+        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * (p - 1) * g // p)), FLOOR),
     ]
 
 
@@ -526,6 +532,9 @@ def _budget_mistakes(size, rank_counts) -> list[Mistake]:
         Mistake(changed(2, right[:, 1] / 2), "scatter_gather_bytes counts only the reduce-scatter: add the "
                                             "all-gather's B_AG"),
         Mistake(changed(1, right[:, 1] / 2), "all_reduce_bytes lacks the factor 2: B_AR = 2 (p - 1)/p G"),
+        Mistake(changed(3, size // right[:, 0]), FLOOR),
+        Mistake(np.asarray([[p, 2 * ((p - 1) * size // p), 2 * ((p - 1) * size // p), size // p] for p in rank_counts],
+                           dtype=np.float64), FLOOR),
     ]
 
 

@@ -2,6 +2,7 @@
 # base: solution
 # expect-fail: test-payload test-budget
 # expect-status: graded
+# expect-message: integer (floor) division
 # %% cell payload
 def ring_payload(gradient_bytes, ranks):
     # integer arithmetic on byte counts: floor((p - 1) * G / p)
