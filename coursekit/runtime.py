@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
 
 SUPPORTED_PLATFORMS = ("cpu", "gpu", "cuda", "rocm", "tpu")
-CACHE_IN_HOME = Path(".cache/jax-course-xla")  # absent for learners; the grader's compiled programs when graded
 
 
 class KernelRestartRequired(RuntimeError):
@@ -67,7 +65,6 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
             )
     else:
         jax.config.update("jax_platforms", "cpu" if platform == "cpu" else platform)
-        use_compilation_cache(jax)
         if platform == "cpu":
             jax.config.update("jax_num_cpu_devices", num_devices)
         devices = _devices_of(jax, platform)
@@ -83,24 +80,6 @@ def start_jax(num_devices: int = 4, platform: str | None = "cpu"):
           f"jax.config: jax_platforms = {jax.config.jax_platforms!r}, "
           f"jax_num_cpu_devices = {jax.config.jax_num_cpu_devices}")
     return chosen
-
-
-def use_compilation_cache(jax) -> None:
-    """Reuse compiled XLA programs from ``~/.cache/jax-course-xla`` when that folder exists.
-
-    JAX's persistent compilation cache, keyed by a hash of the program, the compile options, the
-    devices and the JAX/XLA versions. A folder this process cannot write is only read: nothing is
-    written there and nothing is reported about it.
-    """
-    folder = Path.home() / CACHE_IN_HOME
-    if not folder.is_dir():
-        return
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_compilation_cache_max_size", -1)  # no eviction: a read writes no access times
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
-    writable = os.access(folder, os.W_OK)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0 if writable else float("inf"))
 
 
 def _devices_of(jax, platform: str):

@@ -266,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-fork-server", action="store_true",
                        help="start every kernel as a new process instead of forking it (slower; for comparisons)")
     grade.add_argument("--no-compile-cache", action="store_true",
-                       help="compile every program in every kernel instead of reading the programs compiled from "
-                            "the instructor's notebooks before the run (slower; for comparisons)")
+                       help="program runners compile every learner program instead of reading the instructor's "
+                            "programs compiled before the run (for comparisons; kernels never read a cache)")
     grade.add_argument("--no-confine", action="store_true",
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)

@@ -1,23 +1,20 @@
-"""Compiled XLA programs, filled before a run from trusted notebooks, read (never written) while grading.
+"""Compiled XLA programs for the program runners, filled before a run from the instructor's notebooks.
 
-Much of a graded notebook's own time is JAX compiling programs that are the same in every submission:
-the setup, the data, the instructor's cells, every small array operation. Before a run the grader fills
-JAX's persistent compilation cache (``coursekit.runtime.use_compilation_cache``) in two sealed folders,
-then seals each (owned by root, entries mode 0444, the folder 0111: searchable, not listable):
+``grader.programs.runner`` runs the programs a notebook's hidden tests export, on inputs the grader draws, and
+compiles each one. Before a run the grader executes each instructor notebook (``source/``, solutions and hidden
+tests) in an ordinary sealed kernel, runs the programs its hidden tests export in a runner whose JAX persistent
+compilation cache (``grader.programs.runner.use_compilation_cache``) is a writable staging folder, and seals
+what was written (owned by root, entries mode 0444, the folder 0111: searchable, not listable). That folder is
+bound read only into every later program runner, so a learner's program that lowers to the instructor's is
+not compiled again.
 
-``kernel/``  what the **released** notebook compiles (``notebooks/``, exactly what every learner has:
-             solutions replaced by TODOs, hidden tests removed), run in an ordinary sealed kernel.
-             Bound read only at ``~/.cache/jax-course-xla`` in every grading kernel.
-``runner/``  what ``grader.programs.runner`` compiles for the programs the **instructor's** hidden tests
-             export (``source/``), run in a runner's own sandbox. Bound only into program runners.
-
-Why two: a kernel can tell a hit from a miss (JAX's monitoring events, or the time a compilation takes),
-so every program in a folder a kernel reads is an oracle: compiling a guess and watching for a hit would
-reveal the instructor's solution (pick, among candidate answers, the one that hits) or a hidden test's
-learning rates and shapes before any hidden test ran. The kernel's folder therefore holds only programs
-the learner can compile from the released notebook anyway. The runner runs learner programs on inputs
-the grader draws and reports only their outputs, never timings, so its folder may hold the instructor's
-programs, and a learner's program that lowers to the instructor's is not compiled again there.
+**Never into a kernel.** A kernel can tell a hit from a miss (JAX's monitoring events, the cache's own
+functions, or the time a compilation takes), so a cache a kernel reads is an oracle: compiling candidate
+answers and keeping the one that hits reveals the instructor's solution, and a hit on a hidden test's program
+reveals its learning rates and shapes (``tests/attacks/sharded_step/answer-chosen-by-compile-cache.py``).
+Even a cache of only what the released notebook compiles would be a folder a learner's kernel does not have,
+and measured it saved nothing; so kernels compile everything themselves, exactly as in JupyterLab. The
+runner reports a program's outputs on the grader's inputs, never timings, and runs after the kernel is gone.
 
 A cache entry matches only when JAX's cache key does: a SHA-256 of the program's canonical StableHLO, the
 compile options (device assignment included), the devices' topology, the XLA flags, the jaxlib and
@@ -25,7 +22,7 @@ backend versions; so a program only ever gets the executable of an identical pro
 
 The folder is kept in ``{out}/.compile-cache/{key}``; ``key`` covers the notebooks, ``coursekit``, the
 runner, the JAX and jaxlib versions and the device settings, so a later run on the same course reuses
-it and a changed course fills a new one. Learners have no such folder, so their kernels compile as before.
+it and a changed course fills a new one.
 """
 from __future__ import annotations
 
@@ -47,9 +44,8 @@ import nbformat
 
 import coursekit
 
-FORMAT = "3"  # bump when the fill procedure changes
-ENTRY_SUFFIX = "-cache"
-PARTS = ("kernel", "runner")  # final/kernel: bound into kernels; final/runner: into program runners  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
+FORMAT = "4"  # bump when the fill procedure changes
+ENTRY_SUFFIX = "-cache"  # JAX's file cache: one ``{module}-{sha256}-cache`` file per program
 
 
 def folder_key(course, assignments: list[str], settings) -> str:
@@ -59,7 +55,6 @@ def folder_key(course, assignments: list[str], settings) -> str:
     digest.update(f"{sys.version}\n{settings.num_devices}\n{settings.platform}\n".encode())
     for assignment in sorted(assignments):
         digest.update(assignment.encode() + b"\0" + course.source_notebook(assignment).read_bytes())
-        digest.update(course.release_notebook(assignment).read_bytes())
     package = Path(coursekit.__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
@@ -72,8 +67,7 @@ def seal(folder: Path) -> int:
 
     The folder itself can be searched but not listed (mode 0111): a kernel opens an entry only by its
     name, which holds the SHA-256 of the program it compiles, so it can read only the executables of
-    programs it already has. The instructor's solutions and hidden tests, compiled, cannot be listed
-    and copied into a learner's outputs (feedback shows the outputs of cells before the hidden tests).
+    programs it already has (a second defence: only program runners, never kernels, get the folder).
     """
     count = 0
     for entry in os.scandir(folder):
@@ -91,8 +85,8 @@ def seal(folder: Path) -> int:
     return count
 
 
-# Filling runs an assignment's released and instructor notebooks once (about 5 s of CPU); a submission then
-# saves about 0.3 s (its program runs, a few eager operations). Below this many submissions it costs more.
+# Filling runs an assignment's instructor notebook and its programs once (about 3 s of CPU); a correct
+# submission's runner then saves compiling the same programs. Below this many submissions it costs more.
 WORTH_FILLING_AT = 16
 
 
@@ -103,11 +97,9 @@ def worth_filling(assignment_of_each_job: list[str]) -> list[str]:
 
 @dataclass
 class Fill:
-    """What one assignment contributes: the notebook whose programs kernels may read (``released``: what every
-    learner has) and the notebook whose exported programs runners may read (``instructor``, with ``declared``)."""
+    """What one assignment contributes: the instructor's notebook and the programs its hidden tests export."""
 
-    released: nbformat.NotebookNode
-    instructor: nbformat.NotebookNode | None = None
+    instructor: nbformat.NotebookNode
     declared: list = field(default_factory=list)
 
 
@@ -122,56 +114,34 @@ def _parameterized(path: Path, settings):
 def fills(course, assignments: list[str], settings) -> dict[str, Fill]:
     from .pipeline import declared_programs
 
-    return {a: Fill(_parameterized(course.release_notebook(a), settings),
-                    _parameterized(course.source_notebook(a), settings),
-                    declared_programs(course, a, settings.num_devices)) for a in assignments}
-
-
-async def _run_kernel(nb, settings, zygote, cache: Path | None):
-    """``nb`` in a sealed kernel; with ``cache``, JAX's compilation cache is that folder, writable by this kernel."""
-    from .kernel_run import run_in, start_kernel
-    from .pipeline import confinement
-
-    async with confinement(settings) as conf:
-        conf.compile_cache = None  # a filling kernel reads no earlier cache
-        if cache is not None:
-            cache.mkdir(mode=0o700)
-            os.chown(cache, conf.uid, conf.uid)  # this kernel's uid only; sealed (root's, read only) afterwards
-            conf.compile_cache, conf.compile_cache_writable = cache, True
-        kernel = await start_kernel(conf, zygote=zygote)
-        return await run_in(kernel, nb, conf)
+    return {a: Fill(_parameterized(course.source_notebook(a), settings), declared_programs(course, a, settings.num_devices))
+            for a in assignments}
 
 
 async def _fill_one(name: str, fill: Fill, settings, zygote, staging: Path) -> str | None:
-    """The released notebook in a kernel that writes ``staging/kernel``; the instructor's notebook in a kernel
-    that writes nothing, and the programs its hidden tests exported in a runner that writes ``staging/runner``."""
-    from .pipeline import recorded_programs
+    """The instructor's notebook in a sealed kernel that reads and writes no cache; the programs its hidden
+    tests exported in a runner that writes ``staging``."""
+    from .kernel_run import run_in, start_kernel
+    from .pipeline import confinement, recorded_programs
     from .programs.launch import run_programs
 
-    staging.mkdir(mode=0o700)
-
-    async def programs() -> str | None:
-        if fill.instructor is None or not fill.declared:
-            return None
-        execution = await _run_kernel(fill.instructor, settings, zygote, None)
-        if execution.stopped:
-            return f"{name}: {execution.stopped} {execution.message}"
-        blobs = recorded_programs(execution.notebook, fill.declared)
-        runs = await asyncio.to_thread(run_programs, blobs, fill.declared, settings.num_devices, settings, zygote,
-                                       fill_cache=staging / "runner")
-        failed = sorted(key for key, run in runs.items() if run.error)
-        return f"{name}: the instructor's programs {', '.join(failed)} did not run" if failed else None
-
-    released, problem = await asyncio.gather(_run_kernel(fill.released, settings, zygote, staging / "kernel"),
-                                             programs())
-    problems = [f"{name} (released): {released.stopped} {released.message}"] if released.stopped else []
-    return "; ".join(problems + [problem] * bool(problem)) or None
+    if not fill.declared:
+        return None
+    async with confinement(settings) as conf:
+        execution = await run_in(await start_kernel(conf, zygote=zygote), fill.instructor, conf)
+    if execution.stopped:
+        return f"{name}: {execution.stopped} {execution.message}"
+    blobs = recorded_programs(execution.notebook, fill.declared)
+    runs = await asyncio.to_thread(run_programs, blobs, fill.declared, settings.num_devices, settings, zygote,
+                                   fill_cache=staging)
+    failed = sorted(key for key, run in runs.items() if run.error)
+    return f"{name}: the instructor's programs {', '.join(failed)} did not run" if failed else None
 
 
-def build(fills: dict[str, Fill], settings, zygote, workers: int, final: Path) -> tuple[dict[str, int], list[str]]:
-    """Run every ``Fill`` (trusted notebooks) in sealed kernels and runners that may write JAX's cache, then merge
-    what they compiled into ``final/kernel`` and ``final/runner``, each sealed. Returns the number of programs in
-    each and any notebook's problem."""
+def build(fills: dict[str, Fill], settings, zygote, workers: int, final: Path) -> tuple[int, list[str]]:
+    """Run every ``Fill`` (trusted notebooks) in sealed kernels, and their programs in runners that may write JAX's
+    cache, then merge what the runners compiled into ``final``, sealed. Returns the number of programs in it and
+    any notebook's problem."""
     work = Path(tempfile.mkdtemp(prefix="fill-", dir=final.parent))
     try:
         async def run_all():
@@ -186,23 +156,20 @@ def build(fills: dict[str, Fill], settings, zygote, workers: int, final: Path) -
 
         index = {name: i for i, name in enumerate(fills)}
         problems = [p for p in asyncio.run(run_all()) if p]
-        merged, counts = work / "merged", {}
+        merged = work / "merged"
         merged.mkdir(mode=0o700)
-        for part in PARTS:
-            (merged / part).mkdir()
-            for name in fills:
-                staging = work / f"notebook-{index[name]}" / part
-                if not staging.is_dir() or staging.is_symlink():
-                    continue
-                for entry in os.scandir(staging):
-                    if entry.is_file(follow_symlinks=False) and not (merged / part / entry.name).exists():
-                        os.rename(entry.path, merged / part / entry.name)
-            counts[part] = seal(merged / part)
-        os.chmod(merged, 0o711)
+        for name in fills:
+            staging = work / f"notebook-{index[name]}"
+            if not staging.is_dir() or staging.is_symlink():
+                continue
+            for entry in os.scandir(staging):
+                if entry.is_file(follow_symlinks=False) and not (merged / entry.name).exists():
+                    os.rename(entry.path, merged / entry.name)
+        count = seal(merged)
         os.rename(merged, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return counts, problems
+    return count, problems
 
 
 def fill(course, assignments: list[str], settings, zygote, workers: int, root: Path) -> tuple[Path, str]:
@@ -212,9 +179,8 @@ def fill(course, assignments: list[str], settings, zygote, workers: int, root: P
     final = root / folder_key(course, assignments, settings)
     if final.is_dir():
         return final, "compiled programs kept from an earlier run"
-    counts, problems = build(fills(course, assignments, settings), settings, zygote, workers, final)
-    note = (f"compiled {counts['kernel']} programs of the released notebooks for the kernels and "
-            f"{counts['runner']} of the instructor's for the program runners")
+    count, problems = build(fills(course, assignments, settings), settings, zygote, workers, final)
+    note = f"compiled {count} of the instructor's programs for the program runners"
     return final, note + (f" (notebook problems: {'; '.join(problems)})" if problems else "")
 
 
@@ -229,12 +195,11 @@ _WORKER_LOCK = threading.Lock()
 
 
 def fill_request(course, assignments: list[str], settings) -> dict:
-    """What a worker needs to fill its own cache: the released and instructor's notebooks, the programs declared."""
+    """What a worker needs to fill its own cache: the instructor's notebooks and the programs they declare."""
     from .programs import program_to_json
 
     return {"key": folder_key(course, assignments, settings),
-            "fills": {a: {"released": nbformat.writes(f.released), "instructor": nbformat.writes(f.instructor),
-                          "declared": [program_to_json(p) for p in f.declared]}
+            "fills": {a: {"instructor": nbformat.writes(f.instructor), "declared": [program_to_json(p) for p in f.declared]}
                       for a, f in fills(course, assignments, settings).items()}}
 
 
@@ -250,10 +215,10 @@ def worker_folder(request: dict, settings, zygote) -> Path | None:
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             started = time.monotonic()
             try:
-                found = {a: Fill(nbformat.reads(f["released"], as_version=4), nbformat.reads(f["instructor"], as_version=4),
-                                 [program_from_json(p) for p in f["declared"]]) for a, f in request["fills"].items()}
-                counts, problems = build(found, settings, zygote, os.cpu_count() or 1, root / "sealed")
-                print(f"grader: compiled {counts} programs in {time.monotonic() - started:.1f} s"
+                found = {a: Fill(nbformat.reads(f["instructor"], as_version=4), [program_from_json(p) for p in f["declared"]])
+                         for a, f in request["fills"].items()}
+                count, problems = build(found, settings, zygote, os.cpu_count() or 1, root / "sealed")
+                print(f"grader: compiled {count} programs in {time.monotonic() - started:.1f} s"
                       + (f" ({'; '.join(problems)})" if problems else ""), file=sys.stderr, flush=True)
                 _WORKER_FOLDERS[key] = root / "sealed"
             except Exception as error:  # noqa: BLE001 - only a speed-up

@@ -59,8 +59,8 @@ class Settings:
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
     fork_server: bool = True  # fork kernels from a process that imported the libraries once
-    compile_cache: bool = True  # sealed kernels and runners read XLA programs compiled beforehand (grader.compile_cache)
-    compile_cache_dir: Path | None = None  # that folder, once filled and sealed: kernel/ and runner/ below it
+    compile_cache: bool = True  # program runners read the instructor's programs compiled beforehand (grader.compile_cache)
+    compile_cache_dir: Path | None = None  # that folder, once filled and sealed (bound into program runners only)
 
 
 def notebook_name(assignment: str) -> str:
@@ -254,8 +254,7 @@ async def confinement(settings: Settings):
             # The kernel sees Python, the environment and the public kernel helpers; nothing else.
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
-            # read only in the kernel: only the released notebook's programs (grader.compile_cache)
-            conf.compile_cache = settings.compile_cache_dir and settings.compile_cache_dir / "kernel"
+            # No compilation cache: a kernel could tell a hit from a miss (grader.compile_cache).
         yield conf
 
 

@@ -74,8 +74,8 @@ def comparable(path: Path) -> dict:
 
 
 def _worker_caches() -> dict:
-    """On a worker: its compilation-cache folders (by key) and how many programs each holds (kernels' and runners')."""
-    return {key: sum(len(list((folder / part).iterdir())) for part in compile_cache.PARTS) if folder else 0
+    """On a worker: its compilation-cache folders (by key) and how many programs each holds."""
+    return {key: len(list(folder.iterdir())) if folder else 0
             for key, folder in compile_cache._WORKER_FOLDERS.items()}
 
 

@@ -101,8 +101,7 @@ def test_the_runner_reads_the_instructors_compiled_programs_and_never_writes_the
     from grader.programs.launch import _request, fresh_inputs
 
     settings, program = settings_for(tmp_path), Program("step", 4, STEP)
-    (tmp_path / "sealed").mkdir()
-    staging = tmp_path / "sealed" / "runner"  # the fill: the instructor's program, in a runner that may write it
+    staging = tmp_path / "sealed"  # the fill: the instructor's program, in a runner that may write it
     assert run_programs({"step": blobs["step"]}, [program], 4, settings, fill_cache=staging)["step"].error is None
     assert compile_cache.seal(staging) >= 1
     before = {entry.name: entry.read_bytes() for entry in staging.iterdir()}

@@ -164,7 +164,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
 def _sandbox(settings, fill_cache: Path | None = None):
     """A confinement for the runner: like a kernel's, plus the grader's own package (read-only).
 
-    It reads the sealed compilation cache of the instructor's programs (``settings.compile_cache_dir/runner``); with
+    It reads the sealed compilation cache of the instructor's programs (``settings.compile_cache_dir``); with
     ``fill_cache`` (only for the instructor's programs, ``grader.compile_cache``) it writes that folder instead.
     """
     from grader.pipeline import RUNNER_UID_RANGE, leased_uid
@@ -180,7 +180,7 @@ def _sandbox(settings, fill_cache: Path | None = None):
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent,
                          Path(__file__).resolve().parents[1]]
             cache = getattr(settings, "compile_cache_dir", None)
-            conf.compile_cache = cache and cache / "runner"
+            conf.compile_cache = cache
             if fill_cache is not None:
                 fill_cache.mkdir(mode=0o700, exist_ok=True)
                 os.chown(fill_cache, conf.uid, conf.uid)  # this runner's uid only; sealed afterwards

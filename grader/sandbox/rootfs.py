@@ -12,9 +12,9 @@ host or to another kernel) and entered with ``chroot``:
   do not exist;
 - a fresh ``/proc`` of the kernel's own PID namespace, showing its own processes only, and a fresh ``/sys``
   of its own network namespace (mounted by the namespace's first process);
-- read only, when the grader has one: its folder of compiled XLA programs at
-  ``/home/learner/.cache/jax-course-xla`` (``view.COMPILE_CACHE``), filled beforehand by the
-  grader from the instructor's notebooks (writable only in that run, see ``grader.compile_cache``);
+- for a program runner only, never a kernel, read only when the grader has one: its folder of compiled XLA
+  programs at ``/home/learner/.cache/jax-course-xla`` (``view.COMPILE_CACHE``), filled beforehand by the
+  grader from the instructor's exported programs (writable only in that run, see ``grader.compile_cache``);
 - writable: ``/home/learner`` (the host's ``{scratch}/home``, a size-capped
   tmpfs of its own, see :func:`mount_home`) and an empty ``/tmp``. Both
   vanish with the namespace or with the scratch folder.

@@ -24,7 +24,7 @@ from .limits import Limits
 
 KERNEL_HOME = Path("/home/learner")
 RUNTIME = Path(".local/share/jupyter/runtime")
-COMPILE_CACHE = Path(".cache/jax-course-xla")  # below the home; coursekit.runtime.CACHE_IN_HOME names the same folder
+COMPILE_CACHE = Path(".cache/jax-course-xla")  # below a program runner's home (never a kernel's): grader.compile_cache
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with room for "-NNNNN"
 
 
@@ -54,8 +54,8 @@ class Confinement:
     uid: int | None = None  # only used when the grader runs as root
     private_root: bool = False  # root only: namespaces and a private root file system
     keep: list[Path] = field(default_factory=list)  # folders the kernel may read
-    # private root only: a host folder of compiled XLA programs, bound at ~/COMPILE_CACHE, read only
-    # unless ``compile_cache_writable`` (only for the grader's own run of the instructor's notebooks)
+    # program runners only (never kernels), private root: a host folder of compiled XLA programs, bound at
+    # ~/COMPILE_CACHE, read only unless ``compile_cache_writable`` (only while the grader fills it)
     compile_cache: Path | None = None
     compile_cache_writable: bool = False
     tag: str = field(default_factory=lambda: str(uuid.uuid4()))
