@@ -72,7 +72,8 @@ RETRIES = 2  # only for failures before any learner code ran (see module docstri
 STARTED = "grader-started"
 
 # What a worker may send back (see execution_from).
-RESULT_KEYS = frozenset({"notebook", "stopped", "message", "stopped_at_cell", "events", "seconds", "programs"})
+RESULT_KEYS = frozenset({"notebook", "stopped", "message", "stopped_at_cell", "events", "seconds", "programs",
+                         "hooks_not_reset"})
 ERROR_KEYS = frozenset({"error", "traceback"})
 STOPPED = frozenset({None, "timed_out", "kernel_died", "out_of_memory", "too_much_output", "exited"})
 OUTPUT_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
@@ -327,6 +328,7 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
         "stopped_at_cell": execution.stopped_at_cell,
         "events": list(execution.events),
         "seconds": execution.seconds,
+        "hooks_not_reset": list(execution.hooks_not_reset),
     }
 
 
@@ -419,6 +421,10 @@ def execution_from(payload, sent: nbformat.NotebookNode, *, max_notebook_chars: 
     if type(events) is not list or len(events) > len(sent.cells) + 16:
         raise _malformed("events is not a list of at most one event per cell")
     events = [_text(event, "an event") for event in events]
+    unreset = payload["hooks_not_reset"]
+    if type(unreset) is not list or len(unreset) > len(sent.cells):
+        raise _malformed("hooks_not_reset is not a list of at most one grade id per cell")
+    unreset = [_text(gid, "a grade id") for gid in unreset]
     if type(seconds) not in (int, float) or not (math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
         raise _malformed(f"seconds = {str(seconds)[:100]!r}")
     notebook = payload["notebook"]
@@ -432,13 +438,14 @@ def execution_from(payload, sent: nbformat.NotebookNode, *, max_notebook_chars: 
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         return Execution(notebook=unrun, stopped="too_much_output", message=message,
-                         stopped_at_cell=None, events=events + [message], seconds=float(seconds))
+                         stopped_at_cell=None, events=events + [message], seconds=float(seconds),
+                         hooks_not_reset=unreset)
     try:
         returned = json.loads(notebook)
     except (ValueError, RecursionError):
         raise _malformed("the notebook is not JSON") from None
     return Execution(notebook=_graft(sent, returned), stopped=stopped, message=message, stopped_at_cell=at,
-                     events=events, seconds=float(seconds))
+                     events=events, seconds=float(seconds), hooks_not_reset=unreset)
 
 
 def programs_from(payload, declared: list) -> dict:

@@ -4,10 +4,10 @@ A learner cell can register IPython hooks (``pre_run_cell``, ``post_run_cell``,
 ...), AST or input transformers, or rebind the recorder, so that code of
 theirs runs inside a test cell's execution and publishes records there (a
 quiz answer that was never set, values for a test that crashed). The grader
-sends ``SNAPSHOT`` silently before the first cell and ``RESTORE`` silently
+sends ``SNAPSHOT`` silently before the first cell and ``restore(...)`` silently
 before every test cell: both run with ``silent=True`` and
 ``store_history=False``, so no hook fires for them and they appear in no
-history; ``RESTORE`` puts back the hook lists, transformers, display
+history; ``restore()`` puts back the hook lists, transformers, display
 functions, the recorder and the program exporter exactly as ``SNAPSHOT`` saw them. Nothing is
 added to the learner's namespace (the saved state hangs on the shell object).
 
@@ -62,4 +62,14 @@ get_ipython()._hooks_snapshot = _snapshot()
 del _snapshot
 '''
 
-RESTORE = "__import__('IPython').get_ipython()._hooks_snapshot()"
+IDENTITY = "id(get_ipython()._hooks_snapshot)"  # asked for with SNAPSHOT (a user expression), before learner code
+
+
+def restore(identity: int | None) -> str:
+    """The code that puts the hooks back: it calls the snapshot's function only if it is still the object SNAPSHOT
+    made (``identity``), and fails otherwise, so a notebook that replaced it fails the test cell it ran before
+    (``grader.kernel_run``) instead of running that test with its own hooks in place."""
+    call = "__import__('IPython').get_ipython()._hooks_snapshot"
+    if identity is None:
+        return f"{call}()"
+    return f"(lambda r: r() if id(r) == {int(identity)} else 1 / 0)({call})"

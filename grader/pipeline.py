@@ -138,6 +138,8 @@ def finish(prepared: Prepared, execution: Execution | None, course: Course, sett
         source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
         result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices, programs)
         result.events = execution.events
+        if execution.hooks_not_reset:  # learner code replaced what the grader runs before test cells
+            result.flags.append(f"the grader's reset of IPython hooks was replaced (before {', '.join(execution.hooks_not_reset[:5])})")
         result.status, result.message = decide_status(result, execution)
     return record(prepared, execution.notebook if execution else None, settings)
 
@@ -315,20 +317,35 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             reason = execution.message or "the notebook stopped before this test"
             results.append(TestResult(gid, 0.0, points, False, f"not run: {reason}"))
             continue
-        records, broken = records_of_cell(ran)
-        passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
-                                                     programs={**notebook_programs, **(programs or {}).get(gid, {})}))
-        if not passed:
-            error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
-            check = visible_check(str(cell.source), error) if error is not None else None
-            if check:  # quoted from the course's source; the kernel's output only points at the line
-                message = f"{message}; {check}"
-            if error is not None and not records:  # a learner-made exception class could be named after hidden text
-                name = error.get("ename")
-                name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"
-                message = f"{message}; the test cell raised {name}"
+        if gid in execution.hooks_not_reset:
+            results.append(TestResult(gid, 0.0, points, False, "not judged: the grader could not put the kernel's "
+                                      "hooks back before this test (the notebook changed the grader's reset)"))
+            continue
+        try:
+            passed, message = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs)
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
+            # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
+            # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
+            passed, message = False, "the grader could not read this test's outputs"
         results.append(TestResult(gid, points if passed else 0.0, points, passed, message))
     return results
+
+
+def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
+                programs: dict[str, dict[str, ProgramRun]] | None) -> tuple[bool, str]:
+    records, broken = records_of_cell(ran)
+    passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
+                                                 programs={**notebook_programs, **(programs or {}).get(gid, {})}))
+    if not passed:
+        error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
+        check = visible_check(str(cell.source), error) if error is not None else None
+        if check:  # quoted from the course's source; the kernel's output only points at the line
+            message = f"{message}; {check}"
+        if error is not None and not records:  # a learner-made exception class could be named after hidden text
+            name = error.get("ename")
+            name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"
+            message = f"{message}; the test cell raised {name}"
+    return passed, message
 
 
 def decide_status(result: NotebookResult, execution: Execution) -> tuple[Status, str]:

@@ -10,6 +10,12 @@ at most ``MAX_FLAGS_PER_CELL`` flags per cell and ``MAX_FLAGS`` per notebook
 are kept (with a count of the rest), source that is not Python is skipped
 (the kernel will report it) while source nested beyond the parser's limits is
 itself a flag, and a ``deadline`` (``intake.Deadline``) is checked while walking.
+
+It reads what the kernel runs: IPython's own transformer first turns magics and
+shell escapes into the calls IPython makes (``%xmode Plain`` becomes
+``get_ipython().run_line_magic('xmode', 'Plain')``), so a magic line never hides a
+cell. Shell escapes and magics are flagged, except those that only time or show
+code (``SAFE_MAGICS``), whose code is scanned in turn.
 """
 from __future__ import annotations
 
@@ -46,7 +52,14 @@ SUSPICIOUS_NAMES = {
     "__eq__": "defines custom equality",
     "__array__": "imitates an array",
     "MIME_TYPE": "publishes grader records itself",
+    "_hooks_snapshot": "touches the grader's reset of IPython hooks",
+    "__closure__": "reads or rewrites a function's closure",
+    "cell_contents": "rewrites a closure variable",
+    "__globals__": "reaches a function's module globals",
 }
+SAFE_MAGICS = {"time", "timeit", "matplotlib", "who", "whos", "pprint"}  # their code arguments are scanned
+MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}  # what IPython's transformer writes
+MAX_MAGIC_DEPTH = 2
 PATCHED_MODULES = {"np", "numpy", "jnp", "jax", "testing", "math", "IPython", "sys", "os", "builtins", "coursekit", "record"}
 
 
@@ -89,8 +102,39 @@ def _shown(node: ast.AST) -> str:
         return type(node).__name__
 
 
+def _as_run(source: str) -> str:
+    """``source`` as IPython runs it: magics and shell escapes become calls (unchanged when it is plain Python)."""
+    if "%" not in source and "!" not in source:
+        return source
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - not IPython syntax either: the parser below decides
+        return source
+
+
+def _magic(call: ast.Call) -> tuple[str, list[str], ast.Name] | None:
+    """``('run_line_magic', ['xmode', 'Plain'], get_ipython)`` for a call IPython's transformer writes."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in MAGIC_CALLS and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "get_ipython" and not func.value.args):
+        return None
+    texts = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return func.attr, texts, func.value.func
+
+
+def _timed_code(text: str) -> str:
+    """The code of a ``%time``/``%timeit`` argument, without the options in front of it."""
+    words = text.split()
+    while words and words[0].startswith("-"):
+        words = words[2:] if words[0] in ("-n", "-r", "-p") else words[1:]
+    return " ".join(words) if words != text.split() else text
+
+
 def _parse(source: str) -> ast.AST | str | None:
     """The AST, None for source that is not Python (the kernel will say so), or why it could not be scanned."""
+    source = _as_run(source)
     for attempt in range(2):
         try:
             return ast.parse(source)
@@ -103,7 +147,9 @@ def _parse(source: str) -> ast.AST | str | None:
     return "could not be parsed to scan (the Python parser failed)"
 
 
-def flags_for(label: str, source: str, deadline=None) -> list[str]:
+def flags_for(label: str, source: str, deadline=None, _depth: int = 0) -> list[str]:
+    if _depth > MAX_MAGIC_DEPTH:
+        return [f"{label}: magics nested too deeply to scan"]
     tree = _parse(source) if isinstance(source, str) else None
     if tree is None:
         return []
@@ -136,7 +182,21 @@ def flags_for(label: str, source: str, deadline=None) -> list[str]:
         for node in nodes() if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
+    generated: set[int] = set()  # the get_ipython() of a magic: flagged as the magic, not as the shell
     for node in nodes():
+        magic = _magic(node) if isinstance(node, ast.Call) else None
+        if magic is not None:
+            how, texts, shell = magic
+            generated.add(id(shell))
+            if how in ("system", "getoutput"):
+                note(node, f"runs a shell command ({_shown(node.args[0]) if node.args else '!'})")
+            elif texts and texts[0] in SAFE_MAGICS:
+                for text in texts[1:]:
+                    for flag in flags_for(label, _timed_code(text) if how == "run_line_magic" else text, deadline,
+                                          _depth + 1):
+                        note(node, flag.split(": ", 1)[-1])
+            else:
+                note(node, f"runs the IPython magic %{(texts[0] if texts else '?')[:SHOWN_CHARS]}")
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -158,7 +218,8 @@ def flags_for(label: str, source: str, deadline=None) -> list[str]:
                     note(node, f"imports {module[:SHOWN_CHARS]}")
         if isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_NAMES:
             note(node, f"{SUSPICIOUS_NAMES[node.attr]} ({_shown(node)})")
-        elif isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES and node.id not in ("signal",):
+        elif isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES and node.id not in ("signal",) \
+                and id(node) not in generated:
             note(node, f"{SUSPICIOUS_NAMES[node.id]} ({node.id})")
         elif isinstance(node, ast.FunctionDef) and node.name in SUSPICIOUS_NAMES:
             note(node, f"{SUSPICIOUS_NAMES[node.name]} (def {node.name})")

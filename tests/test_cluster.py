@@ -360,7 +360,7 @@ def _sent() -> nbformat.NotebookNode:
 def _payload(nb=None, **changes) -> dict:
     nb = _sent() if nb is None else nb
     payload = {"notebook": json.dumps(nb), "stopped": None, "message": "", "stopped_at_cell": None,
-               "events": [], "seconds": 1.5, "programs": {}}
+               "events": [], "seconds": 1.5, "programs": {}, "hooks_not_reset": []}
     payload.update(changes)
     return payload
 
