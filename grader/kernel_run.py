@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from . import cells, hooks, messages
-from .sandbox import Confinement, launch_command, read_failure, rootfs
+from .sandbox import Confinement, cgroup, launch_command, read_failure, rootfs
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
 # inside Python is recorded but the remaining cells still run.
@@ -233,7 +233,8 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
     if failure:
         raise SandboxError(failure)
     log = _kernel_log(conf)
-    if run.stopped == "kernel_died" and any(marker in log for marker in OOM_MARKERS):
+    if run.stopped == "kernel_died" and (any(marker in log for marker in OOM_MARKERS)
+                                         or cgroup.ran_out_of_memory(conf.cgroup)):
         run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
     run.seconds = time.monotonic() - started
     return run

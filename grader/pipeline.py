@@ -38,7 +38,7 @@ from .programs.launch import run_programs
 from .layout import Course
 from .records import records_of_cell
 from .results import NotebookResult, Status, TestResult
-from .sandbox import Confinement, Limits
+from .sandbox import Confinement, Limits, cgroup
 from .sanitize import sanitize_notebook
 
 
@@ -257,7 +257,15 @@ async def confinement(settings: Settings):
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
             # No compilation cache: a kernel could tell a hit from a miss (grader.compile_cache).
+            conf.cgroup = memory_group(stack, conf)
         yield conf
+
+
+def memory_group(stack: contextlib.ExitStack, conf: Confinement) -> Path | None:
+    """The sandbox's own memory cgroup (removed when ``stack`` closes, after its processes were killed)."""
+    group = cgroup.create(conf.tag, conf.limits.memory_mb)
+    stack.callback(cgroup.remove, group)
+    return group
 
 
 def declared_programs(course: Course, assignment: str, num_devices: int) -> list[Program]:

@@ -76,6 +76,42 @@ def test_memory_limit_turns_allocation_into_memoryerror(tmp_path):
     assert "refused" in log
 
 
+def test_the_memory_limit_holds_for_all_of_a_sandboxs_processes_together(tmp_path):
+    """Each of three processes stays under the per-process limit (600 of 1024 MiB), together they hold 1.8 GiB:
+    the sandbox's memory cgroup makes the OOM killer stop one of them, and the group is removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("memory cgroups need root")
+    from grader.sandbox import cgroup
+
+    group = cgroup.create(f"test-{os.getpid()}", 1024)
+    if group is None:
+        pytest.skip(cgroup.describe())
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
+        conf = Confinement(scratch=scratch, limits=Limits(memory_mb=1024), uid=61900, private_root=True,
+                           keep=[Path(sys.prefix), Path(sys.base_prefix)], cgroup=group)
+        conf.home.mkdir()
+        code = textwrap.dedent("""
+            import os, subprocess, sys
+            hold = ("import time\\nblock = bytearray(600 * 1024**2)\\nblock[::4096] = b'x' * len(block[::4096])\\n"
+                    "print('held', flush=True)\\ntime.sleep(3)\\n")
+            children = [subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE) for _ in range(3)]
+            held = sum(child.stdout.readline().strip() == b"held" for child in children)
+            codes = [child.wait() for child in children]
+            print("held", held, "killed", sum(code == -9 for code in codes))
+            print("cgroup visible", os.path.exists("/sys/fs/cgroup") and bool(os.listdir("/sys/fs/cgroup")))
+            """)
+        subprocess.run(launch_command(conf, sys.executable) + ["--", sys.executable, "-c", code], timeout=120)
+        log = conf.log_file.read_text()
+        assert "killed 0" not in log and "held 3" not in log, log
+        assert "cgroup visible False" in log, log
+        assert cgroup.ran_out_of_memory(group)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        cgroup.remove(group)
+    assert not group.exists()
+
+
 def test_course_files_and_home_are_hidden(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mount namespaces need root here")

@@ -167,7 +167,7 @@ def _sandbox(settings, fill_cache: Path | None = None):
     It reads the sealed compilation cache of the instructor's programs (``settings.compile_cache_dir``); with
     ``fill_cache`` (only for the instructor's programs, ``grader.compile_cache``) it writes that folder instead.
     """
-    from grader.pipeline import RUNNER_UID_RANGE, leased_uid
+    from grader.pipeline import RUNNER_UID_RANGE, leased_uid, memory_group
     from grader.sandbox import Confinement
 
     with contextlib.ExitStack() as stack:
@@ -181,6 +181,7 @@ def _sandbox(settings, fill_cache: Path | None = None):
                          Path(__file__).resolve().parents[1]]
             cache = getattr(settings, "compile_cache_dir", None)
             conf.compile_cache = cache
+            conf.cgroup = memory_group(stack, conf)
             if fill_cache is not None:
                 fill_cache.mkdir(mode=0o700, exist_ok=True)
                 os.chown(fill_cache, conf.uid, conf.uid)  # this runner's uid only; sealed afterwards

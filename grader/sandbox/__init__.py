@@ -6,6 +6,7 @@
 - ``rootfs``      the private, allowlisted root file system
 - ``syscalls``    a seccomp filter for socket families and calls namespaces do not cover
 - ``disguise``    a forked kernel's command line made that of an ordinary ipykernel
+- ``cgroup``      a memory cgroup per sandbox: the memory limit of all its processes together
 - ``confine``     the steps in order; ``python -m grader.sandbox`` runs them, then the kernel
 """
 from .confine import SANDBOX_FAILED, confine, launch_command, read_failure, sandbox_arguments

@@ -3,7 +3,8 @@
 Runs as the grader's user (root, for the full sandbox) in the process that
 will become the kernel, before any learner code exists. In order:
 
-1. a new session, so the grader can kill the whole process group at once;
+1. a new session, so the grader can kill the whole process group at once; as root,
+   the sandbox's memory cgroup (``cgroup``), so its limit holds for every process it starts;
 2. the kernel's connection file placed in its own runtime folder, pointing at
    IPC sockets there (no TCP port exists for another process to find);
 3. stdout and stderr to the kernel log, stdin from /dev/null;
@@ -27,7 +28,7 @@ import json
 import os
 from pathlib import Path
 
-from . import namespaces, rootfs, syscalls
+from . import cgroup, namespaces, rootfs, syscalls
 from .limits import Limits, apply_limits
 from .view import Confinement, kernel_argv, kernel_environment
 
@@ -47,6 +48,8 @@ def sandbox_arguments(conf: Confinement) -> list[str]:
         args += ["--private-root"]
     for path in conf.keep:
         args += ["--keep", str(path)]
+    if conf.cgroup is not None:
+        args += ["--cgroup", str(conf.cgroup)]
     if conf.compile_cache is not None:
         args += ["--compile-cache", str(conf.compile_cache)]
         if conf.compile_cache_writable:
@@ -64,12 +67,14 @@ def parse(argv: list[str]) -> tuple[Confinement, list[str]]:
     parser.add_argument("--private-root", action="store_true")
     parser.add_argument("--keep", type=Path, action="append", default=[])
     parser.add_argument("--compile-cache", type=Path)
+    parser.add_argument("--cgroup", type=Path)
     parser.add_argument("--compile-cache-writable", action="store_true")
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     conf = Confinement(scratch=args.scratch.resolve(), limits=Limits(**json.loads(args.limits)), uid=args.uid,
                        private_root=args.private_root, keep=args.keep, tag=args.tag,
-                       compile_cache=args.compile_cache, compile_cache_writable=args.compile_cache_writable)
+                       compile_cache=args.compile_cache, compile_cache_writable=args.compile_cache_writable,
+                       cgroup=args.cgroup)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     return conf, program
 
@@ -122,6 +127,8 @@ def confine(argv: list[str]) -> tuple[Confinement, list[str], dict[str, str]]:
             os.setsid()
         except OSError:
             pass  # already a session leader
+        if root and conf.cgroup is not None:
+            cgroup.join(conf.cgroup)
         _redirect_output(conf)
         if not program:
             _place_connection_file(conf)

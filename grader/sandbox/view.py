@@ -58,6 +58,7 @@ class Confinement:
     # ~/COMPILE_CACHE, read only unless ``compile_cache_writable`` (only while the grader fills it)
     compile_cache: Path | None = None
     compile_cache_writable: bool = False
+    cgroup: Path | None = None  # root only: the memory cgroup the sandbox joins first (``cgroup``)
     tag: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @property
