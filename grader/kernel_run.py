@@ -312,7 +312,8 @@ async def _watch(task, client: CountingClient, km, budget: float):
             stalled += now - last - WATCH_TICK_S
         last = now
         # A channel cut while the kernel lives: ZeroMQ refused a message over the cap.
-        if client.overflowed or (client.kc.oversized() and await km.is_alive()):
+        if client.overflowed or messages.received_too_much(client.kc.session, client.max_output_bytes) \
+                or (client.kc.oversized() and await km.is_alive()):
             await _abandon(task, km)
             return "too_much_output", f"output exceeded {client.max_output_bytes} bytes; the kernel was stopped"
         if task.done():

@@ -10,7 +10,10 @@ nbclient, nbformat or the grader's memory as is:
   oversized message is refused by ZeroMQ before it is buffered (the peer is
   disconnected; ``oversized`` notices that and the run ends ``too_much_output``);
 - ``harden_session`` makes any message that cannot be deserialized a
-  ``malformed`` message belonging to no request, which nbclient ignores;
+  ``malformed`` message belonging to no request, which nbclient ignores, and
+  counts the bytes of every message on every channel before anything filters
+  it (``received_too_much``): messages for requests the grader never made, which
+  nbclient drops unseen, still count against the output cap;
 - ``clean`` checks an output message's fields against what nbformat expects
   and drops it otherwise, replacing lone surrogates in every string.
 """
@@ -48,11 +51,21 @@ class BoundedKernelClient(AsyncKernelClient):
         return any(m.getsockopt(zmq.EVENTS) & zmq.POLLIN for m in getattr(self, "monitors", []))
 
 
+def _size(frame) -> int:
+    try:
+        return len(frame)
+    except TypeError:
+        return len(getattr(frame, "bytes", b""))
+
+
 def harden_session(session) -> None:
-    """Any message that does not deserialize becomes MALFORMED instead of an exception."""
+    """Any message that does not deserialize becomes MALFORMED instead of an exception; every message's bytes
+    are counted in ``session.received_bytes`` first."""
     deserialize = session.deserialize
+    session.received_bytes = 0
 
     def tolerant(msg_list, content=True, copy=True):
+        session.received_bytes += sum(_size(frame) for frame in msg_list)
         try:
             message = deserialize(msg_list, content=content, copy=copy)
         except Exception:  # malformed JSON, huge integers, replays, bad signatures, deep nesting
@@ -62,6 +75,12 @@ def harden_session(session) -> None:
         return message
 
     session.deserialize = tolerant
+
+
+def received_too_much(session, max_output_bytes: int) -> bool:
+    """Whether the kernel sent more than its outputs may hold (twice the cap, plus envelopes and echoes of the
+    cells' source), counted on every channel before any message was filtered."""
+    return getattr(session, "received_bytes", 0) > 2 * max_output_bytes + 4 * MARGIN
 
 
 def _text(value) -> str:

@@ -586,7 +586,8 @@ def test_a_cell_is_not_charged_for_the_time_the_grader_itself_was_held_up():
 
     class Quiet:  # a client and kernel manager that never overflow and stay alive
         overflowed = False
-        kc = type("KC", (), {"oversized": staticmethod(lambda: False)})()
+        max_output_bytes = 1 << 20
+        kc = type("KC", (), {"oversized": staticmethod(lambda: False), "session": None})()
 
         async def is_alive(self):
             return True
