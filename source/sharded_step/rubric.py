@@ -118,9 +118,27 @@ def _(e: Evidence):
         _program_loss_and_gradient(e, f"program.mesh{size}.step", mesh=size)
 
 
-def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *, rtol: float, atol: float):
+def is_a_gradient(own, x, y, w) -> bool:
+    """Whether ``own`` is the loss's gradient at ``w`` up to a non-zero scale (a wrong denominator, a missing
+    factor 2, a flipped sign: mistakes the gradient test names and charges). A step judged against its own
+    gradient must have computed one: a constant or a value unrelated to the data earns no update or placement."""
+    own, true = np.asarray(own, dtype=np.float64).ravel(), gradient(x, y, w).ravel()
+    if own.shape != true.shape or not np.all(np.isfinite(own)) or not np.any(own != 0) or not np.any(true != 0):
+        return False
+    cosine = float(np.dot(own, true) / (np.linalg.norm(own) * np.linalg.norm(true)))
+    return abs(cosine) > 1 - 1e-4 and 1e-3 < np.linalg.norm(own) / np.linalg.norm(true) < 1e3
+
+
+def _require_gradient(e: Evidence, own, x, y, w, what: str) -> None:
+    e.require(is_a_gradient(own, x, y, w), f"{what} is not the loss's gradient, nor a scaled one: a step judged "
+                                           "against its own gradient must compute one (see the gradient test)")
+
+
+def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *, rtol: float, atol: float,
+            data: tuple):
     own = e.values(gradient_key, np.shape(start))
     e.require(np.any(own != 0), f"{e.name(gradient_key)} is zero: the update cannot be judged (see the gradient test)")
+    _require_gradient(e, own, *data, e.name(gradient_key))
     actual = e.values(new_key, np.shape(start))
     expected = start - rate * own
     if np.allclose(actual, expected, rtol=rtol, atol=atol):
@@ -137,16 +155,19 @@ def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *,
 
 @rubric.test("test-update")
 def _(e: Evidence):
-    _, _, w = lesson()
-    _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6)
+    x, y, w = lesson()
+    _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6, data=(x, y, w))
     hx, hy, hw = data.random_regression(seed=90202, rows=2 * e.num_devices, cols=2)
-    _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), 0.37, rtol=1e-4, atol=1e-5)
+    _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), 0.37, rtol=1e-4, atol=1e-5,
+            data=(hx, hy, hw.astype(np.float64)))
     run = e.program("program.step_0.37")
     own = run.outputs[2].value if len(run.outputs) == 3 else None
     e.require(own is not None and own.shape == run.inputs[0].shape and np.any(own != 0),
               "your make_train_step(0.37), run by the grader on a batch it drew, does not return (new weights, "
               "loss, gradient) with a non-zero gradient")
     start = run.inputs[0].astype(np.float64)
+    _require_gradient(e, own, run.inputs[1], run.inputs[2].astype(np.float64), start,
+                      "the gradient of your make_train_step(0.37) on a batch the grader drew")
     e.program_close("program.step_0.37", 0, start - 0.37 * own, rtol=1e-4, atol=1e-5,
                     what="the new weights of your make_train_step(0.37) on a batch the grader drew (weights - "
                          "learning_rate * its own gradient)",
@@ -165,13 +186,15 @@ def _replicated(e: Evidence, key: str, shape, p: int):
 @rubric.test("test-placement")
 def _(e: Evidence):
     p = e.num_devices
-    for prefix, d in [("lesson.", 2), ("hidden.placed.", 5)]:
+    hx, hy, hw = data.random_regression(seed=90203, rows=p, cols=5)
+    for prefix, d, batch in [("lesson.", 2, lesson()), ("hidden.placed.", 5, (hx, hy, hw.astype(np.float64)))]:
         suffix = ".shards" if prefix == "lesson." else ""
         for name, shape in [("new_w", (d,)), ("loss", ()), ("gradient", (d,))]:
             _replicated(e, f"{prefix}{name}{suffix}", shape, p)
         gradient_key = f"{prefix}gradient{suffix}"
         e.require(np.any(e.array(gradient_key) != 0), f"{e.name(gradient_key)} is zero: placing the outputs of a "
                                                       "step that computes nothing earns nothing")
+        _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key))
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
     e.program_shardings("program.placed", outputs=[True, True, True])
 
