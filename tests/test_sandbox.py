@@ -403,9 +403,20 @@ def test_socket_families_and_calls_that_namespaces_do_not_cover_are_refused(tmp_
             print(name, "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno()))
         socket.socket(socket.AF_INET).close(); socket.socket(socket.AF_UNIX).close()
         print("inet and unix sockets work")
+        # CLONE_NEWUSER | CLONE_FS is invalid (EINVAL from Linux): EPERM can only come from the filter
+        result = libc.syscall(56, 0x10000000 | 0x200, 0, 0, 0, 0)
+        print("clone-newuser", "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno()))
+        result = libc.syscall(435, 0, 0)
+        print("clone3", "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno()))
+        import subprocess, sys, threading
+        thread = threading.Thread(target=print, args=("a thread runs",)); thread.start(); thread.join()
+        print(subprocess.run([sys.executable, "-c", "print('a process runs')"], capture_output=True, text=True).stdout)
         """, Limits())
     for name in ("vsock", "packet", "bluetooth", "appletalk"):
         assert f"{name} EAFNOSUPPORT" in log, log
     for name in ("io_uring_setup", "bpf", "perf_event_open", "userfaultfd"):
         assert f"{name} EPERM" in log, log
     assert "inet and unix sockets work" in log
+    if os.geteuid() == 0:  # the filter is installed with the private root
+        assert "clone-newuser EPERM" in log and "clone3 ENOSYS" in log, log
+    assert "a thread runs" in log and "a process runs" in log, log

@@ -9,7 +9,10 @@ else through and answers these with an error:
 - ``socket``/``socketpair`` of any family but Unix, IPv4, IPv6 and netlink;
 - io_uring (its operations bypass seccomp's argument checks), BPF, perf
   events, userfaultfd, the kernel keyring, ptrace, module and kexec loading,
-  mounting, namespaces and ``chroot``.
+  mounting, namespaces and ``chroot``;
+- ``clone`` with any namespace flag (as ``unshare`` would), and ``clone3``
+  (its flags live in memory seccomp cannot read) with ``ENOSYS``, so the C
+  library falls back to ``clone``, as under Docker's default profile.
 
 It is inherited by every child and survives ``exec``, and ``no_new_privs``
 is set with it.
@@ -28,6 +31,8 @@ DENIED_CALLS = (
     "open_tree", "quotactl", "swapon", "swapoff", "reboot", "acct",
 )
 
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)  # CLONE_NEW*
+
 
 def install() -> None:
     import pyseccomp as seccomp
@@ -43,4 +48,10 @@ def install() -> None:
             rules.add_rule(seccomp.ERRNO(errno.EPERM), call)
         except (ValueError, OSError, RuntimeError):  # a call this architecture does not have
             continue
+    for flag in NAMESPACE_FLAGS:
+        rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    try:
+        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    except (ValueError, OSError, RuntimeError):  # libseccomp too old to know clone3: nothing to refuse
+        pass
     rules.load()
