@@ -22,6 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .intake import shown_name
 from .results import NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
@@ -132,6 +133,13 @@ class Gradebook:
             results.append(NotebookResult.from_dict(data))
         return sorted(results, key=lambda r: (r.student_id, r.assignment_id, r.notebook))
 
+    @staticmethod
+    def _cell(text: str) -> str:
+        """A CSV cell as a spreadsheet shows it, never runs it: control characters escaped, and a leading
+        ``= + - @`` (a formula in Excel, LibreOffice and Sheets) quoted by an apostrophe, as OWASP advises."""
+        text = shown_name(str(text))
+        return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
     def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:
         """grades.csv and results.json; ``manual`` maps (student, assignment, notebook) to the points graded by
         hand (``grader.manual_grades``), None where some are still to grade."""
@@ -142,12 +150,13 @@ class Gradebook:
         for r in results:
             by_hand = manual.get((r.student_id, r.assignment_id, r.notebook))
             complete = r.reported_score is not None and (by_hand is not None or not r.manual_max_score)
+            cell = self._cell
             writer.writerow({
-                "student_id": r.student_id, "assignment_id": r.assignment_id, "notebook": r.notebook,
+                "student_id": cell(r.student_id), "assignment_id": cell(r.assignment_id), "notebook": cell(r.notebook),
                 "score": "" if r.reported_score is None else f"{r.reported_score:g}", "max_score": f"{r.max_score:g}",
                 "manual_score": "" if by_hand is None else f"{by_hand:g}", "manual_max_score": f"{r.manual_max_score:g}",
-                "status": r.status.value, "message": r.message,
-                "flags": " | ".join(r.flags), "tampering": " | ".join(r.tampering),
+                "status": r.status.value, "message": cell(r.message),
+                "flags": cell(" | ".join(r.flags)), "tampering": cell(" | ".join(r.tampering)),
                 "total_score": f"{r.reported_score + (by_hand or 0):g}" if complete else "",
             })
         atomic_write(self.out / "grades.csv", buffer.getvalue())

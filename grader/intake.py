@@ -175,6 +175,46 @@ def _read_bounded(path: Path) -> tuple[bytes, str]:
         os.close(fd)
 
 
+def read_small_text(path: Path, limit: int = 256) -> str | None:
+    """A small learner file's text (a regular file, never through a link or blocking, at most ``limit`` bytes),
+    or None when it is anything else."""
+    try:
+        fd, info = _open(path)
+    except (OSError, InvalidSubmission):
+        return None
+    try:
+        data = os.read(fd, limit + 1) if info.st_size <= limit else b""
+        return data.decode("utf-8") if data and len(data) <= limit else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def stage_notebook(source: Path, target: Path) -> None:
+    """Put a submitted notebook at ``target`` for the grader without following a link, opening a special file
+    or reading past the size limit: a regular file within the limit is copied; anything else is recreated as
+    what it is (a link with the same text, an empty file of the same size, a FIFO), so that reading ``target``
+    gives the same refusal and message as reading ``source``; a missing one stays missing."""
+    try:
+        info = os.lstat(source)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(source), target)
+    elif not stat.S_ISREG(info.st_mode):
+        os.mkfifo(target, 0o600)
+    elif info.st_size > MAX_NOTEBOOK_BYTES:
+        with open(target, "wb") as handle:
+            handle.truncate(info.st_size)  # sparse: the grader reports too_large from its size
+    else:
+        try:
+            data, _ = _read_bounded(source)
+        except InvalidSubmission:
+            return
+        target.write_bytes(data)
+
+
 def nesting_depth(data: bytes) -> int:
     """The deepest nesting of JSON arrays and objects in ``data``, counted on the bytes.
 

@@ -14,18 +14,22 @@ from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
 from .generate import generate
+from .intake import read_small_text
 from .layout import Course
 from .results import NotebookResult
 
 
 def _submitted_at(submissions: Path | None, student: str, assignment: str):
-    """The submission time nbgrader's ``collect`` recorded (``timestamp.txt``), or None."""
+    """The submission time nbgrader's ``submit`` wrote and ``collect`` kept (``timestamp.txt``), or None.
+
+    The file travels with the learner's submission, so it is read like one (``intake.read_small_text``: a small
+    regular file, never through a link, never blocking); its date is the learner's word, as in nbgrader."""
     if submissions is None:
         return None
-    path = submissions / student / assignment / "timestamp.txt"
+    text = read_small_text(submissions / student / assignment / "timestamp.txt")
     try:
-        return parse_utc(path.read_text().strip())
-    except (OSError, ValueError):
+        return parse_utc(text.strip()) if text else None
+    except (ValueError, OverflowError, TypeError):
         return None
 
 

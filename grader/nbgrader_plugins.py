@@ -54,7 +54,6 @@ class ScaffoldSolutions(ClearSolutions):
 
 import json  # noqa: E402
 import os  # noqa: E402
-import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -90,13 +89,21 @@ class ProjectAutograde(Preprocessor):
         return True
 
     def preprocess(self, nb, resources):
+        from . import intake
+
         ids = resources["nbgrader"]
         student, assignment, notebook = ids["student"], ids["assignment"], ids["notebook"]
         root = _course_root(self.course_root)
         submitted = Path(resources["metadata"]["path"])
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(submitted, Path(tmp) / student / assignment,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            # Only the notebook (and nbgrader's timestamp), never through a link or past the size limit: the
+            # submission folder is the learner's, and this runs with the instructor's rights.
+            staged = Path(tmp) / student / assignment
+            staged.mkdir(parents=True)
+            intake.stage_notebook(submitted / f"{notebook}.ipynb", staged / f"{notebook}.ipynb")
+            stamp = intake.read_small_text(submitted / "timestamp.txt")
+            if stamp is not None:
+                (staged / "timestamp.txt").write_text(stamp)
             command = [sys.executable, "-m", "grader", "grade", "--submissions", tmp, "--out", str(root),
                        "--workers", "1", "--assignment", assignment, "--force", "--gradebook", ids["db_url"]]
             done = subprocess.run(command, cwd=root, env={**os.environ, "COURSE_ROOT": str(root)},

@@ -119,7 +119,7 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     if submission.duplicate_cell_ids:
         shown = submission.duplicate_cell_ids[:SHOWN_DUPLICATES]
         more = len(submission.duplicate_cell_ids) - len(shown)
-        result.tampering.insert(0, f"duplicated cell ids: {', '.join(i[:100] for i in shown)}"
+        result.tampering.insert(0, f"duplicated cell ids: {', '.join(intake.shown_name(str(i)[:100]) for i in shown)}"
                                    + (f" and {more} more" if more else ""))
     result.flags = flags
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,

@@ -1,6 +1,7 @@
 """The gradebook as a console table."""
 from __future__ import annotations
 
+from .intake import shown_name
 from .results import NotebookResult
 
 
@@ -13,8 +14,9 @@ def table(results: list[NotebookResult], manual: dict | None = None) -> str:
         by_hand = manual.get((r.student_id, r.assignment_id, r.notebook))
         hand = "-" if not r.manual_max_score else f"{'?' if by_hand is None else f'{by_hand:g}'}/{r.manual_max_score:g}"
         points = "-" if r.reported_score is None else f"{r.score:g}"
-        rows.append((r.student_id, r.assignment_id, f"{points}/{r.max_score:g}", hand, r.status.value,
-                     (r.message[:60] + "…") if len(r.message) > 61 else r.message))
+        message = shown_name(r.message)  # for a terminal: no learner text may carry control characters
+        rows.append((shown_name(r.student_id), shown_name(r.assignment_id), f"{points}/{r.max_score:g}", hand,
+                     r.status.value, (message[:60] + "…") if len(message) > 61 else message))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

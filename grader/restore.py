@@ -18,6 +18,7 @@ import copy
 import nbformat
 
 from . import cells
+from .intake import shown_name
 
 
 def _norm(text: str) -> str:
@@ -64,12 +65,11 @@ def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str
     tampering: list[str] = []
     released, _ = _index(release)
     known_grade_ids = {cells.grade_id(c) for c in source.cells if cells.grade_id(c)}
-    source_ids = {c.get("id") for c in source.cells}
     submitted_grade, _ = _index(submitted)
 
     for gid, found in submitted_grade.items():
         if len(found) > 1:
-            tampering.append(f"cell {gid} appears {len(found)} times; the first copy was used")
+            tampering.append(f"cell {shown_name(str(gid)[:100])} appears {len(found)} times; the first copy was used")
 
     # Learner cells that belong to no instructor cell stay, after the instructor
     # cell that preceded them.
@@ -80,12 +80,11 @@ def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str
         if gid in known_grade_ids:
             anchor = gid
             continue
-        if cell.get("id") in source_ids and not gid:
-            continue
         if cell.cell_type != "code":
             continue
         if gid or cells.is_grade(cell):
-            tampering.append(f"an added cell claims nbgrader metadata ({gid or 'no id'}); it was kept as plain code")
+            claimed = shown_name(str(gid)[:100]) if gid else "no id"
+            tampering.append(f"an added cell claims nbgrader metadata ({claimed}); it was kept as plain code")
         clean = nbformat.v4.new_code_cell(cell.source)
         added.setdefault(anchor, []).append(clean)
 
