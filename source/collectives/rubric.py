@@ -335,6 +335,7 @@ def _(e: Evidence):
 
 PROBES = [("timing.probe", 7, 8000.0), ("timing.short", 3, 2000.0)]  # key, repeats, microseconds per call
 CALL_SHARE = 0.3  # the probe's call itself takes this share of the time to return; its result is ready the rest later
+WARM_UP = 20.0  # the probe's first call (the warm-up, like a compilation) takes this many delays more
 
 
 def _timer_mistake(samples: dict) -> str | None:
@@ -349,6 +350,9 @@ def _timer_mistake(samples: dict) -> str | None:
         # a unit scales with the call's duration; a clock stopped too early does not
         if all(0.9 * scale <= np.median(s) / delay <= 1.6 * scale for delay, s in samples.items()):
             return f"the samples are in {unit}, not microseconds: {fix}"
+    if all(np.max(s) >= (1 + WARM_UP / 2) * delay for delay, s in samples.items()):
+        return ("a sample includes the warm-up call (its compilation): make one untimed warm-up call, then time "
+                "repeats further calls")
     # Only the wait for the result was timed: the clock started after the call had returned, so a call that takes
     # time itself (tracing, dispatch, the probe's first share) is left out of every sample.
     if all(np.all(s >= 0.95 * (1 - CALL_SHARE) * delay) and np.median(s) < 0.95 * delay for delay, s in samples.items()):
