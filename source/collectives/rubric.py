@@ -409,6 +409,10 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
         Mistake(table(lambda g, p: (g / p, 2 * g / p)), "G/p is what a rank keeps (storage), not what passes "
                 "through it: B_RS = (p - 1)/p G"),
         Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * ((p - 1) * g // p))), FLOOR),
+        Mistake(table(lambda g, p: (ring(g, p)[1], ring(g, p)[0])), "the two payloads are swapped: return "
+                "(reduce_scatter_bytes, all_reduce_bytes), B_RS first"),
+        Mistake(table(lambda g, p: tuple(np.round(ring(g, p)))), "the payloads were rounded to whole bytes: the "
+                "model's byte counts are real numbers, (p - 1)/p G need not be whole"),
         Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * (p - 1) * g // p)), FLOOR),
     ]
 

@@ -1,7 +1,7 @@
 # scenario: ring_payload returns its two payloads in the wrong order (all-reduce first)
 # base: solution
 # expect-fail: test-payload
-# expect-message: the payload at G = 32 bytes
+# expect-message: the two payloads are swapped
 # %% cell payload
 def ring_payload(gradient_bytes, ranks):
     scatter_bytes = (ranks - 1) / ranks * gradient_bytes

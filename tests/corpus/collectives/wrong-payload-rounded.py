@@ -1,7 +1,7 @@
 # scenario: rounds the ring payloads to whole bytes: right whenever p divides G, off by a fraction of a byte otherwise
 # base: solution
 # expect-fail: test-payload
-# expect-message: ring_payload at other sizes
+# expect-message: rounded to whole bytes
 # %% cell payload
 def ring_payload(gradient_bytes, ranks):
     scatter_bytes = round((ranks - 1) / ranks * gradient_bytes)

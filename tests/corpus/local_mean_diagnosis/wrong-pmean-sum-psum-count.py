@@ -1,7 +1,7 @@
 # scenario: psum/pmean confusion: the program takes the pmean of the local sums but the psum of the local counts (p times too small)
 # base: solution
 # expect-fail: test-shard-map
-# expect-message: the sharded masked mean
+# expect-message: the local sums were averaged (pmean) but the counts summed
 # %% cell shard-map
 def device_sum_and_count(block_losses, block_mask):
     return jnp.sum(jnp.where(block_mask, block_losses, 0.0)), jnp.sum(block_mask)

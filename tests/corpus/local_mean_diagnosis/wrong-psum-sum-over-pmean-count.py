@@ -1,7 +1,7 @@
 # scenario: the program divides the psum of the local sums by the pmean of the local counts (the average count per device): p times the masked mean
 # base: solution
 # expect-fail: test-shard-map
-# expect-message: the sharded masked mean
+# expect-message: the local counts were averaged (pmean) but the sums summed
 # %% cell shard-map
 def device_sum_and_count(block_losses, block_mask):
     return jnp.sum(jnp.where(block_mask, block_losses, 0.0)), jnp.sum(block_mask)

@@ -1,7 +1,7 @@
 # scenario: weighted_gradient divides the weighted sum by the total count with // (floor division)
 # base: solution
 # expect-fail: test-unequal-shards
-# expect-message: the global gradient from the 3 + 5 split
+# expect-message: integer (floor) division
 # %% cell unequal-shards
 def weighted_gradient(local_gradients, sizes):
     sizes = np.asarray(sizes)
