@@ -255,8 +255,10 @@ def _(e: Evidence):
         mistakes = [Mistake(own_other + 1.0, "it is a copy of the sharded result (np.asarray of the device "
                                              "weights): derive the host update from the formula with "
                                              "host_gradient in NumPy")] + mistakes
-        if e.has("transfer.other.own_gradient") and e.get("transfer.other.own_gradient").kind != "scalar":
-            own_gradient = e.values("transfer.other.own_gradient", (2,))
+        recorded_gradient = e.get("transfer.other.own_gradient") if e.has("transfer.other.own_gradient") else None
+        if recorded_gradient is not None and recorded_gradient.kind in ("array", "jax_array") and \
+                np.shape(recorded_gradient.value) == (2,):  # a wrong gradient costs the gradient test, not this one
+            own_gradient = np.asarray(recorded_gradient.value, dtype=np.float64)
             mistakes.insert(1, Mistake(other_start - other_rate * (own_gradient + 1.0),
                                        "it steps with the gradient the sharded step returned (np.asarray of the "
                                        "device gradient), so it checks nothing: derive the host update with "
