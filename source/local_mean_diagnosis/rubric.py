@@ -205,6 +205,8 @@ def _weighted_mistakes(locals_, sizes) -> list[Mistake]:
         Mistake(locals_.mean(axis=0), "it is the plain mean of the local means: weigh each by its count"),
         Mistake(np.tensordot(sizes, locals_, axes=1) / len(sizes), "it divides by the number of shards, not by "
                                                                    "the total count"),
+        Mistake(np.floor(np.tensordot(sizes, locals_, axes=1) / sizes.sum()), "integer (floor) division: // "
+                "drops the fraction of the weighted mean; divide with /"),
     ] + ([Mistake(np.tensordot(sizes, locals_, axes=1) / 4, f"it divides by 4 ({FOUR}), not by the total count")]
          if len(sizes) != 4 else [])
 
@@ -336,6 +338,13 @@ def _(e: Evidence):
         reference = masked_mean(losses, mask)
         mistakes = masked_mistakes(losses, mask, devices) + scaled(reference, {
             devices / 4: f"scaled by {devices}/4 on a mesh of {devices} device(s): the program assumes four devices"})
+        mixed_up = {  # psum and pmean mixed up: one of the two partials averaged, not summed
+            1 / devices: f"{devices} times too small: the local sums were averaged (pmean) but the counts summed "
+                         "(psum): psum both, then divide once",
+            float(devices): f"{devices} times too large: the local counts were averaged (pmean) but the sums "
+                            "summed (psum): psum both, then divide once"}
+        # where a factor is also the four-device one (a mesh of 2), that diagnosis stays the only one
+        mistakes += scaled(reference, {f: says for f, says in mixed_up.items() if not np.isclose(f, devices / 4)})
         actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")

@@ -38,6 +38,7 @@ rubric = Rubric(names={
     "transfer.host": "transfer_step's host weights",
     "transfer.other.sharded": "transfer_step's sharded weights for another target",
     "transfer.other.own_step": "your make_train_step inside transfer_step",
+    "transfer.other.own_gradient": "the gradient of your make_train_step inside transfer_step",
     "transfer.other.host": "transfer_step's host weights for another target",
     "quiz.answer": "the multiple-choice answer",
     "program.step": "your jitted training step, run by the grader on a batch it drew",
@@ -261,18 +262,30 @@ def _(e: Evidence):
                           "host_x @ [-1, 3]", mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     e.close("transfer.host", expected, rtol=1e-5, atol=1e-6,
             mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
-    other = _transfer([0.5, -2.0], [1.0, 1.0], 0.02)
-    mistakes = _transfer_mistakes([0.5, -2.0], [1.0, 1.0], 0.02, p)
+    other_target, other_start, other_rate = [0.5, -2.0], np.array([1.0, 1.0]), 0.02  # as the hidden test calls it
+    other = _transfer(other_target, other_start, other_rate)
+    mistakes = _transfer_mistakes(other_target, other_start, other_rate, p)
     if e.has("transfer.other.own_step") and e.get("transfer.other.own_step").kind != "scalar":
-        # Inside this call make_train_step's new weights were moved by +1: the sharded result must carry the
-        # shift, and a host result that carries it too was copied from the device.
+        # Inside this call every output of make_train_step was moved by +1: the sharded result must carry the
+        # shift, and a host result that carries it too was taken from the device (its weights or its gradient).
         own_other = e.values("transfer.other.own_step", (2,))
-        e.close_to_any("transfer.other.sharded", [own_other + 1.0], rtol=1e-5, atol=1e-6,
+        # the shift was added in the step's own dtype (a float16 step rounds it: that costs the update test only)
+        dtype = np.asarray(e.get("transfer.other.own_step").value).dtype
+        shift_tol = max(1e-5, 4 * float(np.finfo(dtype).eps)) if dtype.kind == "f" else 1e-5
+        e.close_to_any("transfer.other.sharded", [own_other + 1.0], rtol=shift_tol, atol=1e-6,
                        reason="is not the result of your make_train_step for the other target: return the "
                               "step's new weights unchanged")
         mistakes = [Mistake(own_other + 1.0, "it is a copy of the sharded result (np.asarray of the device "
                                              "weights): derive the host update from the formula with "
                                              "host_gradient in NumPy")] + mistakes
+        recorded_gradient = e.get("transfer.other.own_gradient") if e.has("transfer.other.own_gradient") else None
+        if recorded_gradient is not None and recorded_gradient.kind in ("array", "jax_array") and \
+                np.shape(recorded_gradient.value) == (2,):  # a wrong gradient costs the gradient test, not this one
+            own_gradient = np.asarray(recorded_gradient.value, dtype=np.float64)
+            mistakes.insert(1, Mistake(other_start - other_rate * (own_gradient + 1.0),
+                                       "it steps with the gradient the sharded step returned (np.asarray of the "
+                                       "device gradient), so it checks nothing: derive the host update with "
+                                       "host_gradient in NumPy"))
     else:
         e.close("transfer.other.sharded", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
         raise Mismatch(f"{e.name('transfer.other.sharded')}: transfer_step did not run make_train_step(learning_rate):"

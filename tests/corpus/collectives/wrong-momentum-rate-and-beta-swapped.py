@@ -1,0 +1,15 @@
+# scenario: uses learning_rate where beta belongs and beta where learning_rate belongs (the two scalars mixed up)
+# base: solution
+# expect-fail: test-momentum
+# expect-message: the new momentum
+# %% cell momentum
+def momentum_step(weights, velocity, gradient, learning_rate, beta):
+    def update(w_slice, v_slice, g_slice):
+        new_v = learning_rate * v_slice + g_slice
+        return w_slice - beta * new_v, new_v
+
+    sliced = jax.shard_map(update, mesh=mesh, in_specs=(P("data"),) * 3, out_specs=(P("data"), P("data")))
+    return jax.jit(sliced)(weights, velocity, gradient)
+
+
+first_momentum = momentum_step(jax.device_put(host_w, split), jax.device_put(np.zeros(8, dtype=np.float32), split), gs, 0.1, 0.9)
