@@ -215,6 +215,7 @@ def _(e: Evidence):
         e.replicas_close(key, vector, rtol=1e-6, atol=1e-7, what=what)
     what = "gather, run by the grader on a vector it drew"
     run = e.program_shardings("program.gather", outputs=[True], what=what)
+    one_region(e, run, ALL_GATHER, what)
     e.program_close("program.gather", 0, run.inputs[0].astype(np.float64), rtol=1e-6, atol=1e-7, what=what)
 
 
@@ -289,6 +290,7 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
     contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
     key, what = f"program.{name}", f"{name}, run by the grader on a batch it drew"
     run = e.program_shardings(key, outputs=[not split_output], what=what)
+    one_region(e, run, REDUCE_SCATTER if split_output else ALL_REDUCE, what)
     x, y, w = run.inputs
     expected = own_factor(e) * gradient(x, y, w)
     e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
@@ -305,24 +307,24 @@ NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: o
                   "whose in_specs differ from the inputs' placement makes the compiler move the data first)")
 
 
+def one_region(e: Evidence, run, wanted: str, what: str) -> None:
+    """The program computes in one shard_map region and communicates with ``wanted`` only: the collective the
+    test is about does the work (a plain jit whose partitioner adds collectives, or a gather of everything
+    followed by a local computation, is not the lesson's program, whatever values it returns)."""
+    e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
+    e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
+    e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
+    for other, count in run.collectives.items():
+        e.require(other == wanted.split(".")[1] or count == 0,
+                  f"{what}: the program also communicates with {other}: use {wanted} only")
+
+
 def _programs(e: Evidence):
     """The three programs themselves, exported by the kernel and read by the grader: their collectives come
     from the programs, never from text the kernel reports."""
-    for name, (wanted, unwanted) in [
-        ("all_gradient", (ALL_REDUCE, (REDUCE_SCATTER, ALL_GATHER))),
-        ("shard_gradient", (REDUCE_SCATTER, (ALL_REDUCE, ALL_GATHER))),
-        ("gather", (ALL_GATHER, (ALL_REDUCE, REDUCE_SCATTER))),
-    ]:
+    for name, wanted in [("all_gradient", ALL_REDUCE), ("shard_gradient", REDUCE_SCATTER), ("gather", ALL_GATHER)]:
         key, what = f"program.lowered.{name}", f"{name}, read by the grader from the program itself"
-        run = e.program(key, what=what)
-        e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
-        e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
-        e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
-        for other in unwanted:
-            e.require(run.collectives.get(other.split(".")[1], 0) == 0, f"{what}: the program also contains {other}")
-        for other, count in run.collectives.items():
-            e.require(other == wanted.split(".")[1] or count == 0,
-                      f"{what}: the program also communicates with {other}: use {wanted} only")
+        one_region(e, e.program(key, what=what), wanted, what)
         e.program_inputs(key, what=what)
 
 
@@ -569,10 +571,17 @@ def _budget_mistakes(size, rank_counts) -> list[Mistake]:
 
 
 def _own_budget(e: Evidence, key: str, size, rank_counts):
-    """The budget built from the learner's own ring_payload (a wrong payload costs the payload test only)."""
+    """The budget built from the learner's own ring_payload (a wrong payload costs the payload test only), when
+    those payloads are the lesson's or one of its named mistakes: the kernel recorded them, so a stub, a zero or
+    a function that answers the budget's sizes differently from the payload test's earns nothing here."""
     if not e.has(key):
         return []
     own = e.array(key, shape=(len(rank_counts), 2)).astype(np.float64)
+    cases = [(size, p) for p in rank_counts]
+    known = [np.reshape([ring(g, p) for g, p in cases], own.shape)] + [
+        np.asarray(m.value, dtype=np.float64) for m in _payload_mistakes(cases, own.shape)]
+    if not any(np.allclose(own, value, rtol=1e-9, atol=1e-6, equal_nan=False) for value in known):
+        return []
     return [[p, ar, 2 * rs, size / p] for p, (rs, ar) in zip(rank_counts, own)]
 
 

@@ -358,6 +358,10 @@ def _(e: Evidence):
                                "everything there: outside the per-device program there should be nothing but the "
                                "placement of inputs and results (a computation beside the shard_map is partitioned "
                                "by the compiler, which adds collectives of its own)")
+    for other, count in run.collectives.items():  # psum does the work: gathering everything first is not the lesson
+        e.require(other == "all_reduce" or count == 0,
+                  f"{what}: the program also communicates with {other}: each device should reduce its own block to "
+                  "a sum and a count, and psum should combine them (nothing else crosses devices)")
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
                     mistakes=masked_mistakes(losses, mask, p))

@@ -1,6 +1,6 @@
 # scenario: differentiates with respect to the features (argnums=1) instead of the weights: the "gradient" has the batch's shape
 # base: solution
-# expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps
+# expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps test-transfer
 # expect-message: the gradient at w = 0
 # %% cell train-step
 def loss(weights, features, labels):
