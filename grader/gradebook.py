@@ -22,7 +22,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from .intake import shown_name
 from .results import NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
@@ -137,7 +136,8 @@ class Gradebook:
     def _cell(text: str) -> str:
         """A CSV cell as a spreadsheet shows it, never runs it: control characters escaped, and a leading
         ``= + - @`` (a formula in Excel, LibreOffice and Sheets) quoted by an apostrophe, as OWASP advises."""
-        text = shown_name(str(text))
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                       for c in str(text))  # (ids arrive escaped already: backslashes stay as they are)
         return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
     def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:
