@@ -22,6 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .intake import escape_controls
 from .results import NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
@@ -136,8 +137,7 @@ class Gradebook:
     def _cell(text: str) -> str:
         """A CSV cell as a spreadsheet shows it, never runs it: control characters escaped, and a leading
         ``= + - @`` (a formula in Excel, LibreOffice and Sheets) quoted by an apostrophe, as OWASP advises."""
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                       for c in str(text))  # (ids arrive escaped already: backslashes stay as they are)
+        text = escape_controls(str(text))  # (ids arrive escaped already: backslashes stay as they are)
         return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
     def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:

@@ -67,10 +67,15 @@ class Deadline:
                              "the notebook is too large or too complex to grade")
 
 
+def escape_controls(text: str) -> str:
+    """``text`` with every unprintable character (control characters, lone surrogates) escaped as Python would."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
 def shown_name(name: str) -> str:
     """``name`` with every unprintable character (and the backslash) escaped: printable, distinct for distinct names."""
-    return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   for c in name)
+    return escape_controls(name.replace("\\", "\\\\"))
 
 
 def locate(folder: Path, expected_name: str) -> Path:
