@@ -55,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
 from grader.variants import parse, write_submission  # noqa: E402
 
@@ -487,7 +488,7 @@ def row(label: str, values: list[float], total: float | None = None, rate: float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--workers", type=int, default=default_workers(), help="default: the grader's own (cores + 1)")
     parser.add_argument("--dask", type=int, nargs="*", default=[1, 2, 4], help="LocalCluster sizes to measure")
     parser.add_argument("--quiet-wait", type=float, default=120,
                         help="before each measurement, wait up to this many seconds for other processes to go quiet")

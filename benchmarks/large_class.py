@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grading_throughput import (ASSIGNMENTS, CLASS, ROOT, Run, become_subreaper, fmt_mib, load, measured,  # noqa: E402
                                 python, wait_for_quiet)
 
+from grader.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
 from grader.variants import parse, write_submission  # noqa: E402
 
@@ -83,7 +84,7 @@ def dask_child(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submissions", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--workers", type=int, default=default_workers(), help="default: the grader's own (cores + 1)")
     parser.add_argument("--dask", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--quiet-wait", type=float, default=120)
     parser.add_argument("--dask-child", type=int, help=argparse.SUPPRESS)

@@ -297,11 +297,19 @@ def _with_compile_cache(course: Course, settings: Settings, todo: list[Job], wor
     return dataclasses.replace(settings, compile_cache_dir=folder)
 
 
+def default_workers() -> int:
+    """One more notebook at a time than the machine has cores: a worker leaves its core idle while its kernel
+    waits between cells, in a timing probe's pauses and while its program runner starts, and the extra
+    worker fills those gaps (measured: ``--workers 3`` grades the benchmark's class 10-15 % faster than 2 on
+    two cores; 4 is no faster than 3). Each worker holds about 1 GiB at peak."""
+    return (os.cpu_count() or 1) + 1
+
+
 def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
               only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
     book = Gradebook(settings.out)
     todo, progress = outstanding(submissions, course, book, only=only, force=force)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    workers = max(1, min(workers or default_workers(), len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
     for job in todo:
         queued.put(job)

@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade = sub.add_parser("grade", help="grade submitted/{student}/{assignment}/*.ipynb")
     grade.add_argument("--submissions", type=Path, required=True)
     grade.add_argument("--out", type=Path, required=True)
-    grade.add_argument("--workers", type=int, default=os.cpu_count())
+    grade.add_argument("--workers", type=int, default=None,
+                       help="notebooks graded at once (default: the number of cores plus one)")
     grade.add_argument("--scheduler", metavar="tls://HOST:PORT",
                        help="run the notebooks on the workers of this Dask scheduler instead of locally (mutual TLS)")
     grade.add_argument("--tls-dir", type=Path, metavar="DIR",
