@@ -182,7 +182,8 @@ def _(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=2 * size)
+        # 3 values per device: the lesson and the program keep 2, so a portion size written as 2 shows here
+        hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
