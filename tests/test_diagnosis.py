@@ -144,6 +144,8 @@ def test_timer_mistakes_are_told_apart(course):
     assert "in seconds" in rubric._timer_mistake(probes(scale=1e-6))
     assert "milliseconds" in rubric._timer_mistake(probes(scale=1e-3))
     assert rubric._timer_mistake(probes(dispatch=True)) is None  # left to "ended before the result was ready"
+    averaged = {delay: np.full_like(s, s.mean()) for delay, s in probes().items()}  # one loop average, repeated
+    assert "all the same" in rubric._timer_mistake(averaged)
 
 
 def test_lowered_text_lowers_the_function_itself_not_a_stand_ins_text():

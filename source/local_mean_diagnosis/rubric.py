@@ -260,8 +260,10 @@ def _(e: Evidence):
     p = e.num_devices
     _statistics(e, "lesson", *data.masked_tokens(seed=0, num_shards=p), p, "of the lesson batch")
     for count in [2 * p] + sub_mesh_sizes(p)[-1:]:
-        losses, mask = data.masked_tokens(seed=90226 + count, num_shards=count, seqs_per_shard=2, tokens=5,
-                                          empty=(0, 3) if count > 3 else (0,) if count > 1 else (), scatter=True)
+        # three sequences per shard on the smaller count (two elsewhere, as in the lesson): blocks are S / num_shards
+        losses, mask = data.masked_tokens(seed=90226 + count, num_shards=count, seqs_per_shard=2 if count > p else 3,
+                                          tokens=5, empty=(0, 3) if count > 3 else (0,) if count > 1 else (),
+                                          scatter=True)
         _statistics(e, f"hidden.{count}", losses, mask, count, f"of an unseen batch in {count} shard(s)")
 
 
