@@ -217,6 +217,7 @@ def malformed_records() -> list:
         {**jax, "shards": [{"device": 0, "index": [["a", None]], "value": _good()}]},
         {**jax, "shards": [{"device": 0, "index": 3, "value": _good()}]},
         {**jax, "shards": [{"device": float("nan"), "value": _good()}]},
+        {**jax, "shards": [{"device": 2**61 + 1, "index": [[0, 2]], "value": _good()}]},  # quoted in messages
         {**jax, "shards": {"0": _good()}},
         {**jax, "shards": "abc"},
         {**jax, "sharding": {"a": [1]}},
