@@ -206,6 +206,23 @@ def test_feedback_finds_hidden_blocks_in_linear_time(course):
     assert HIDDEN.findall("### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS\nz") == []
 
 
+def test_an_attachment_referenced_many_times_renders_once(course):
+    """470 references to a 1 MB attachment made a 470 MB feedback page (the renderer inlines it at each)."""
+    import base64
+
+    from grader import cells as cell_kinds
+    from grader.results import NotebookResult
+
+    nb = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    answer = next(c for c in nb.cells if cell_kinds.grade_id(c) == "pause-and-reason")
+    answer.source = "![](attachment:a.png)" * 470
+    answer.attachments = {"a.png": {"image/png": base64.b64encode(os.urandom(750_000)).decode()}}
+    page = feedback.render(NotebookResult("s", "sharded_step", "sharded_step.ipynb", Status.GRADED, ""), nb)
+    assert page.count("data:image/png;base64,") == 1 and len(page) < 2_000_000
+    cleaned = sanitize_notebook(nb)
+    assert len(nbformat.writes(cleaned)) < 4_000_000  # formgrader renders this copy: one inlined image
+
+
 def test_a_notebook_that_is_not_a_regular_file_is_a_status_not_a_hang(tmp_path, course):
     folder = tmp_path / "submitted" / "s" / ASSIGNMENT
     folder.mkdir(parents=True)
