@@ -188,7 +188,10 @@ def _memo(function):
 
     @functools.wraps(function)
     def call(source: str, attachments: dict | None = None) -> str:
-        return cached(str(source), json.dumps(clean_attachments(attachments), sort_keys=True))
+        kept = clean_attachments(attachments)
+        if kept:  # a learner's images (up to the notebook's 20 MiB): never kept after the page is written
+            return function(str(source), kept)
+        return cached(str(source), "{}")
 
     return call
 
