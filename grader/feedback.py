@@ -53,7 +53,11 @@ class _Text:
 
     def __init__(self, nb):
         sources = [str(c.source) for c in (nb.cells if nb is not None else []) if c.cell_type == "code"]
-        hidden = {line.strip() for source in sources for block in HIDDEN.findall(source) for line in block.splitlines()}
+        # Hidden source is the course's: only its test cells (restored from source/) hold it. A learner cell can
+        # hold "hidden" blocks of its own, and every one of their lines would be replaced in every text shown
+        # (100,000 lines times 60,000 outputs: minutes of the grader's time for one page).
+        tests = [str(c.source) for c in (nb.cells if nb is not None else []) if cells.is_autograded_test(c)]
+        hidden = {line.strip() for source in tests for block in HIDDEN.findall(source) for line in block.splitlines()}
         public = {line.strip() for source in sources for line in HIDDEN.sub("", source).splitlines()}
         self.hidden = sorted((line for line in hidden - public if len(line) > 12), key=len, reverse=True)
 

@@ -26,6 +26,30 @@ def _snapshot():
     import coursekit.programs as exporter
     import coursekit.record as recorder
     shell = get_ipython()
+
+    def _formatters(display_formatter):
+        # The display formatter formats the reset's own value (a user expression) after the reset ran, so a printer
+        # the learner registered there would run between the reset and the test cell.
+        kept = []
+        for formatter in [*display_formatter.formatters.values(), display_formatter.ipython_display_formatter,
+                          display_formatter.mimebundle_formatter]:
+            registries = {name: dict(getattr(formatter, name)) for name in
+                          ("type_printers", "deferred_printers", "singleton_printers") if hasattr(formatter, name)}
+            kept.append((formatter, registries, formatter.enabled))
+        return (display_formatter, dict(display_formatter.formatters), display_formatter.ipython_display_formatter,
+                display_formatter.mimebundle_formatter, kept)
+
+    def _put_formatters_back(shell, saved):
+        display_formatter, formatters, ipython_display, mimebundle, kept = saved
+        shell.display_formatter = display_formatter
+        display_formatter.formatters = dict(formatters)
+        display_formatter.ipython_display_formatter = ipython_display
+        display_formatter.mimebundle_formatter = mimebundle
+        for formatter, registries, enabled in kept:
+            for name, registry in registries.items():
+                setattr(formatter, name, dict(registry))
+            formatter.enabled = enabled
+
     saved = {
         "events": {name: list(hooks) for name, hooks in shell.events.callbacks.items()},
         "ast": list(shell.ast_transformers),
@@ -37,6 +61,7 @@ def _snapshot():
         "publish": (shell.display_pub, type(shell.display_pub).publish, sys.displayhook, shell.displayhook),
         "recorder": dict(vars(recorder)),
         "exporter": dict(vars(exporter)),
+        "formatter": _formatters(shell.display_formatter),
     }
 
     def restore():
@@ -54,6 +79,7 @@ def _snapshot():
         vars(recorder).update(saved["recorder"])
         vars(exporter).update(saved["exporter"])
         shell.user_ns["record"] = recorder.record
+        _put_formatters_back(shell, saved["formatter"])
 
     return restore
 

@@ -272,8 +272,10 @@ def read(path: Path, deadline: Deadline | None = None) -> Submission:
         deadline.check("reading the notebook")
     try:
         raw = json.loads(raw_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise reject("invalid_notebook", f"the file is not valid JSON ({error})") from None
+    except ValueError as error:  # JSONDecodeError, and the plain ValueError of an integer over 4,300 digits
+        raise reject("invalid_notebook", f"the file is not valid JSON ({str(error)[:200]})") from None
     except RecursionError:  # the depth check makes this unreachable; kept as a second line
         raise reject("too_large", f"the notebook's JSON is nested more than {MAX_NESTING} levels deep") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):

@@ -252,6 +252,18 @@ async def _silently(client, code: str, expressions: dict | None = None) -> dict 
     return content if isinstance(content, dict) and content.get("status") == "ok" else None
 
 
+async def _reset_hooks(client, identity: int | None) -> bool:
+    """Put the kernel's hooks back (``grader.hooks``); whether that ran and succeeded.
+
+    The reset is a user expression of an empty cell, never the cell's code: IPython passes a cell's code, silent
+    or not, through the input and AST transformers, so a transformer the learner registered could rewrite the
+    reset into a no-op that succeeds (and stay in place for the test cell); an empty cell is never transformed
+    into anything that runs, and user expressions are evaluated as written."""
+    content = await _silently(client, "", {"reset": hooks.restore(identity)})
+    reset = ((content or {}).get("user_expressions") or {}).get("reset")
+    return isinstance(reset, dict) and reset.get("status") == "ok"
+
+
 def _identity(content: dict | None) -> int | None:
     value = (((content or {}).get("user_expressions") or {}).get("id") or {}).get("data", {}).get("text/plain", "")
     return int(value) if isinstance(value, str) and value.isdigit() and len(value) < 30 else None
@@ -264,7 +276,7 @@ async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: floa
             if cell.cell_type != "code" or index < start_cell:
                 continue
             if cells.is_autograded_test(cell):  # no learner hook runs inside a test cell
-                if await _silently(client, hooks.restore(identity)) is None:
+                if not await _reset_hooks(client, identity):
                     run.hooks_not_reset.append(cells.grade_id(cell))
             budget = min(limits.cell_timeout_s, deadline - time.monotonic())
             task = asyncio.ensure_future(client.async_execute_cell(cell, index))

@@ -87,7 +87,11 @@ def _shard(shard) -> Shard:
         raise RecordError("malformed shard record")
     inner = shard.get("value")
     device = shard.get("device", -1)
-    if not isinstance(inner, dict) or inner.get("kind") != "array" or type(device) is not int:
+    # A device is an index below the shard limit: judges' messages quote it ("the copy on device N"), and after
+    # hidden tests ran learner code chooses it, so an unbounded integer would carry 60 bits of hidden source per
+    # message into the feedback page.
+    if not isinstance(inner, dict) or inner.get("kind") != "array" or type(device) is not int \
+            or not 0 <= device < MAX_SHARDS:
         raise RecordError("malformed shard record")
     return Shard(device, _index(shard.get("index", [])), _decode_array(inner))
 

@@ -112,10 +112,26 @@ def clean_html(fragment: str, *, page: bool = False) -> str:
 
 
 class _Attachments(dict):
-    """A cell's attachments; a missing one renders as an empty image (dropped) instead of raising."""
+    """A cell's attachments; a missing one renders as an empty image (dropped) instead of raising.
+
+    Each attachment renders once per rendering; later references to it are empty images (dropped). The
+    renderer inlines an attachment's data at every reference, so 470 references to one 1 MB attachment made a
+    470 MB feedback page (74 s, 2.8 GB of the grader's memory), and the notebook's 20 MiB allow 19 MB: a 9 GB
+    page, beyond the grader's memory; formgrader's page of the autograded notebook grew the same way.
+    """
+
+    def __init__(self, attachments=()):
+        super().__init__(attachments)
+        self._shown: set = set()
 
     def __contains__(self, name):
         return True
+
+    def __getitem__(self, name):
+        if name in self._shown or not dict.__contains__(self, name):
+            return {"image/png": ""}
+        self._shown.add(name)
+        return dict.__getitem__(self, name)
 
     def __missing__(self, name):
         return {"image/png": ""}
@@ -172,7 +188,10 @@ def _memo(function):
 
     @functools.wraps(function)
     def call(source: str, attachments: dict | None = None) -> str:
-        return cached(str(source), json.dumps(clean_attachments(attachments), sort_keys=True))
+        kept = clean_attachments(attachments)
+        if kept:  # a learner's images (up to the notebook's 20 MiB): never kept after the page is written
+            return function(str(source), kept)
+        return cached(str(source), "{}")
 
     return call
 

@@ -57,6 +57,12 @@ SUSPICIOUS_NAMES = {
     "cell_contents": "rewrites a closure variable",
     "__globals__": "reaches a function's module globals",
 }
+# Names written as text: a lookup such as globals()["get_ipython"] or the record's MIME type spelled out.
+SUSPICIOUS_TEXTS = {
+    "get_ipython": "uses the IPython shell object",
+    "_hooks_snapshot": "touches the grader's reset of IPython hooks",
+    "application/vnd.jax-course.record+json": "publishes grader records itself",
+}
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "who", "whos", "pprint"}  # their code arguments are scanned
 MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}  # what IPython's transformer writes
 MAX_MAGIC_DEPTH = 2
@@ -216,6 +222,12 @@ def flags_for(label: str, source: str, deadline=None, _depth: int = 0) -> list[s
                 root = module.split(".")[0]
                 if root in ("ctypes", "subprocess", "signal", "builtins", "gc", "inspect", "importlib", "multiprocessing"):
                     note(node, f"imports {module[:SHOWN_CHARS]}")
+            if isinstance(node, ast.ImportFrom):  # `from IPython import get_ipython as g` hides the name after it
+                for alias in node.names:
+                    if alias.name in SUSPICIOUS_NAMES and alias.name != "signal":
+                        note(node, f"{SUSPICIOUS_NAMES[alias.name]} (import {alias.name[:SHOWN_CHARS]})")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in SUSPICIOUS_TEXTS:
+            note(node, f"{SUSPICIOUS_TEXTS[node.value]} ({node.value!r})")
         if isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_NAMES:
             note(node, f"{SUSPICIOUS_NAMES[node.attr]} ({_shown(node)})")
         elif isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES and node.id not in ("signal",) \

@@ -189,6 +189,40 @@ def test_scan_is_linear_and_its_flags_bounded():
     assert scan.flags_for("c", "y = " + "+".join(["sys.modules"] * 30_000)) == ["c: nested too deeply to scan"]
 
 
+def test_feedback_finds_hidden_blocks_in_linear_time(course):
+    """A 512 KiB learner cell of BEGIN HIDDEN TESTS lines with no END: the old regular expression took minutes
+    per pass (quadratic), holding the GIL, so every worker stopped while the page was written."""
+    from grader.results import NotebookResult
+    from grader.variants import HIDDEN
+
+    nb = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\n" * 22_000 + "pass\n"))
+    result = NotebookResult("s", "sharded_step", "sharded_step.ipynb", Status.GRADED, "")
+    started = time.monotonic()
+    page = feedback.render(result, nb)
+    assert time.monotonic() - started < 10  # about 0.5 s
+    assert "90204" not in page  # the course's hidden blocks are still found
+    assert HIDDEN.sub("-", "a\n ### BEGIN HIDDEN TESTS x\nb\n\t### END HIDDEN TESTS y\nc") == "a\n-c"
+    assert HIDDEN.findall("### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS\nz") == []
+
+
+def test_an_attachment_referenced_many_times_renders_once(course):
+    """470 references to a 1 MB attachment made a 470 MB feedback page (the renderer inlines it at each)."""
+    import base64
+
+    from grader import cells as cell_kinds
+    from grader.results import NotebookResult
+
+    nb = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    answer = next(c for c in nb.cells if cell_kinds.grade_id(c) == "pause-and-reason")
+    answer.source = "![](attachment:a.png)" * 470
+    answer.attachments = {"a.png": {"image/png": base64.b64encode(os.urandom(750_000)).decode()}}
+    page = feedback.render(NotebookResult("s", "sharded_step", "sharded_step.ipynb", Status.GRADED, ""), nb)
+    assert page.count("data:image/png;base64,") == 1 and len(page) < 2_000_000
+    cleaned = sanitize_notebook(nb)
+    assert len(nbformat.writes(cleaned)) < 4_000_000  # formgrader renders this copy: one inlined image
+
+
 def test_a_notebook_that_is_not_a_regular_file_is_a_status_not_a_hang(tmp_path, course):
     folder = tmp_path / "submitted" / "s" / ASSIGNMENT
     folder.mkdir(parents=True)
@@ -217,6 +251,7 @@ def malformed_records() -> list:
         {**jax, "shards": [{"device": 0, "index": [["a", None]], "value": _good()}]},
         {**jax, "shards": [{"device": 0, "index": 3, "value": _good()}]},
         {**jax, "shards": [{"device": float("nan"), "value": _good()}]},
+        {**jax, "shards": [{"device": 2**61 + 1, "index": [[0, 2]], "value": _good()}]},  # quoted in messages
         {**jax, "shards": {"0": _good()}},
         {**jax, "shards": "abc"},
         {**jax, "sharding": {"a": [1]}},
