@@ -127,10 +127,10 @@ def test_timer_mistakes_are_told_apart(course):
     rubric = _timing_rubric(course)
     rng = np.random.default_rng(0)
 
-    def probes(scale=1.0, cumulative=False, dispatch=False):
+    def probes(scale=1.0, cumulative=False, dispatch=False, late=(50, 600)):
         found = {}
         for delay, repeats in [(8000.0, 7), (2000.0, 3)]:
-            samples = delay + rng.uniform(50, 600, size=repeats)  # a loaded machine oversleeps a little
+            samples = delay + rng.uniform(*late, size=repeats)  # a loaded machine oversleeps a little
             if cumulative:
                 samples = np.cumsum(samples)
             if dispatch:
@@ -144,6 +144,10 @@ def test_timer_mistakes_are_told_apart(course):
     assert "in seconds" in rubric._timer_mistake(probes(scale=1e-6))
     assert "milliseconds" in rubric._timer_mistake(probes(scale=1e-3))
     assert rubric._timer_mistake(probes(dispatch=True)) is None  # left to "ended before the result was ready"
+    for constant in (20.0, 100.0, 1000.0):  # the same short time for every delay is never taken for a unit
+        same = {delay: np.full(n, constant) + rng.uniform(0, 1, size=n) for delay, n in [(8000.0, 7), (2000.0, 3)]}
+        assert "not microseconds" not in (rubric._timer_mistake(same) or "")
+    assert "in seconds" in rubric._timer_mistake(probes(scale=1e-6, late=(1000, 3000)))  # a machine under load
     averaged = {delay: np.full_like(s, s.mean()) for delay, s in probes().items()}  # one loop average, repeated
     assert "all the same" in rubric._timer_mistake(averaged)
 

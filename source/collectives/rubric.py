@@ -355,8 +355,10 @@ def _timer_mistake(samples: dict) -> str | None:
                 "clock for every sample")
     for scale, unit, fix in [(1e-6, "seconds", "multiply by 1e6"), (1e-3, "milliseconds", "multiply by 1000"),
                              (1e3, "nanoseconds", "divide perf_counter_ns() differences by 1000")]:
-        # a unit scales with the call's duration; a clock stopped too early does not
-        if all(0.9 * scale <= np.median(s) / delay <= 1.6 * scale for delay, s in samples.items()):
+        # A unit scales with the call's duration; a clock stopped too early does not. The probes' delays differ
+        # 4x, so a window narrower than 4x never holds one duration for both; 3x leaves room for a loaded
+        # machine's late wake-ups (up to twice the delay on top of it).
+        if all(0.9 * scale <= np.median(s) / delay <= 3.0 * scale for delay, s in samples.items()):
             return f"the samples are in {unit}, not microseconds: {fix}"
     if all(np.max(s) >= (1 + WARM_UP / 2) * delay for delay, s in samples.items()):
         return ("a sample includes the warm-up call (its compilation): make one untimed warm-up call, then time "
