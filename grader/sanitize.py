@@ -142,9 +142,23 @@ class _Attachments(dict):
 MAX_MARKDOWN_CHARS = 10_000
 
 
+MAX_INLINE_IMAGE_CHARS = 3 * 2**20
+# A data: image's base64 text: the sanitizer writes an answer's attachment into its cleaned HTML this way, and
+# that text has nothing markdown or math parsing can be slow on, so it does not count towards the limit.
+_INLINE_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=]+")
+
+
+def markdown_length(source: str) -> int:
+    """The length that counts towards the markdown limits: ``source`` without the base64 text of its data: images,
+    up to ``MAX_INLINE_IMAGE_CHARS`` of it (more counts in full). So a cleaned answer that carries its attachment
+    inline is measured like the answer that referenced it, and sanitizing a sanitized notebook changes nothing."""
+    images = sum(len(m) for m in _INLINE_IMAGE.findall(source)) if "data:image/" in source else 0
+    return len(source) - images if images <= MAX_INLINE_IMAGE_CHARS else len(source)
+
+
 def _too_long(source: str) -> str | None:
     """``source`` cut to the limit with a note when it is longer, else None."""
-    if len(source) <= MAX_MARKDOWN_CHARS:
+    if markdown_length(source) <= MAX_MARKDOWN_CHARS:
         return None
     return (source[:MAX_MARKDOWN_CHARS] + f"\n[... {len(source) - MAX_MARKDOWN_CHARS} more characters: over the "
             f"{MAX_MARKDOWN_CHARS} the grader renders; the submitted notebook has them all]")
@@ -160,13 +174,17 @@ class MarkdownBudget:
     a notebook of many long cells would otherwise hold the grader for minutes. Past it, markdown is text."""
 
     TOTAL_CHARS = 60_000
+    TOTAL_IMAGE_CHARS = 2 * MAX_INLINE_IMAGE_CHARS  # data: images, which markdown_length leaves out
 
     def __init__(self) -> None:
         self.left = self.TOTAL_CHARS
+        self.images_left = self.TOTAL_IMAGE_CHARS
 
     def take(self, source: str) -> bool:
-        self.left -= min(len(source), MAX_MARKDOWN_CHARS)
-        return self.left >= 0
+        counted = markdown_length(source)
+        self.left -= min(counted, MAX_MARKDOWN_CHARS)
+        self.images_left -= len(source) - counted
+        return self.left >= 0 and self.images_left >= 0
 
 
 def as_text(source: str, limit: int = 2_000) -> str:

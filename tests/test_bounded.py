@@ -570,8 +570,9 @@ def test_hostile_class_keeps_every_honest_grade_and_names_every_problem(hostile_
         "output-cap-error-evalue": (Status.TOO_MUCH_OUTPUT, "output exceeded"),
         "output-cap-display-metadata": (Status.TOO_MUCH_OUTPUT, "output exceeded"),
         "output-cap-display-updates": (Status.TOO_MUCH_OUTPUT, "output exceeded"),
-        "malformed-records": (Status.GRADED, "tests passed"),
+        "malformed-records": (Status.SUSPICIOUS, "publishes grader records itself"),  # and is graded in full:
     }
+    assert by_student["malformed-records"].score == 11, by_student["malformed-records"].tests
     for student, (status, reason) in expected.items():
         result = by_student[student]
         assert result.status is status and reason in result.message, (student, result.status, result.message)
@@ -596,6 +597,31 @@ def test_hostile_class_resumes_without_reading_the_sparse_file_and_changes_nothi
 
 
 # ---------------------------------------------------------------- one notebook cannot hold up the others
+
+
+def test_inline_images_count_towards_markdown_limits_only_up_to_their_own_budget():
+    """A cleaned answer carries its attachment inline (a data: image); that base64 text is not counted against the
+    markdown limit, so sanitizing a sanitized notebook changes nothing, but only up to an image budget: a notebook
+    of data: images is not parsed without bound."""
+    import base64
+
+    from grader.sanitize import MAX_INLINE_IMAGE_CHARS, MAX_MARKDOWN_CHARS, sanitize_notebook
+
+    image = base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(300_000)).decode()  # 400 KB of base64
+    answer = nbformat.v4.new_markdown_cell("My figure: ![a](attachment:f.png) <b>bold</b>")
+    answer.attachments = {"f.png": {"image/png": image}}
+    once = sanitize_notebook(nbformat.v4.new_notebook(cells=[answer]))
+    assert image in once.cells[0].source and len(once.cells[0].source) > MAX_MARKDOWN_CHARS  # inlined, and long
+    assert sanitize_notebook(once) == once
+    huge = "x " + "![a](data:image/png;base64," + "A" * (MAX_INLINE_IMAGE_CHARS + 4) + ")"
+    many = [nbformat.v4.new_markdown_cell("![a](data:image/png;base64," + "A" * (MAX_INLINE_IMAGE_CHARS // 2 - 100) + ")")
+            for _ in range(6)]
+    began = time.process_time()
+    cleaned = sanitize_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(huge), *many]))
+    assert time.process_time() - began < 30
+    assert cleaned.cells[0].source.startswith("```")  # over the image limit of a cell: text
+    shown = [not c.source.startswith("```") for c in cleaned.cells[1:]]
+    assert shown[:4] == [True] * 4 and not all(shown)  # the notebook's image budget runs out
 
 
 def test_pathological_markdown_is_shown_as_text_in_bounded_time():
