@@ -133,9 +133,6 @@ class _Attachments(dict):
         self._shown.add(name)
         return dict.__getitem__(self, name)
 
-    def __missing__(self, name):
-        return {"image/png": ""}
-
 
 # Markdown parsing (mistune, nbconvert's math patterns) can take time quadratic in a cell's length, and the
 # grader's other notebooks wait while it runs: longer learner markdown is shown as text, cut at the limit.
