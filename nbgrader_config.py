@@ -46,8 +46,12 @@ c.ExecutePreprocessor.timeout = 180
 # formgrader's Autograde and Generate Feedback buttons (and `nbgrader autograde`,
 # `nbgrader generate_feedback`) run the course's grader and write its feedback page; no stock step
 # that executes learner code, scores cells or shows hidden tests is left (grader/nbgrader_plugins.py).
-from grader.nbgrader_plugins import ProjectAutograde, ProjectFeedback  # noqa: E402
+from grader.nbgrader_plugins import IntakeGuard, ProjectAutograde, ProjectFeedback  # noqa: E402
 
+# A submission whose student id, assignment id or notebook name breaks the course's rule (grader/identifiers.py)
+# is refused before nbgrader's Autograde writes its student or submission into gradebook.db.
+c.Autograde.exporter_class = IntakeGuard
+c.IntakeGuard.course_root = c.CourseDirectory.root
 c.Autograde.sanitize_preprocessors = [ProjectAutograde]
 c.Autograde.autograde_preprocessors = []
 c.GenerateFeedback.preprocessors = []

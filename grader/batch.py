@@ -8,8 +8,8 @@ Submissions are laid out as nbgrader's ``submitted/{student_id}/{assignment_id}/
 Each kernel has its own scratch directory and, under root, its own leased uid,
 so concurrent kernels cannot see each other.
 
-Every folder under the submissions directory gets a row: a student id that
-nbgrader would not accept or that cannot be shown safely, a symbolic link, a
+Every folder under the submissions directory gets a row: a student id outside
+the course's rule (``grader.identifiers``), a symbolic link, a
 folder that cannot be read, an unknown assignment and a student folder with no
 assignment folder in it are recorded with their reason (``invalid_folder`` or
 ``missing``), never skipped. Jupyter's own ``.ipynb_checkpoints`` folders are
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells
+from . import cells, identifiers
 from .gradebook import Gradebook
 from .intake import InvalidSubmission, fingerprint, locate, shown_name
 from .judge import load_rubric
@@ -42,14 +42,13 @@ from .pipeline import Job, Settings, confinement, finish, grader_error, notebook
 from .results import NotebookResult, Status, TestResult
 from .zygote import Zygote
 
-MAX_ID_CHARS = 128  # nbgrader's gradebook column for student ids
+MAX_ID_CHARS = identifiers.MAX_CHARS  # under nbgrader's 128-character gradebook column
 PASSED_OVER = {".ipynb_checkpoints"}  # Jupyter's autosave folders: never a submission
 
 
 def valid_id(name: str) -> bool:
-    """A student id as nbgrader accepts one (any printable name, Unicode letters included), safe as a path part."""
-    return (0 < len(name) <= MAX_ID_CHARS and name.isprintable() and name == name.strip()
-            and not name.startswith(".") and "\\" not in name and "/" not in name)
+    """A student id the course accepts (``grader.identifiers``: a strict rule, tighter than nbgrader's)."""
+    return identifiers.valid(name)
 
 
 def _entries(folder: Path) -> list[os.DirEntry]:
@@ -103,8 +102,7 @@ def discover(submissions: Path, course: Course, only: list[str] | None = None) -
         if problem is None and kind == "link":
             problem = f"{where} is a symbolic link; links are not followed: submit the folder itself"
         if problem is None and not valid_id(student.name):
-            problem = (f"{where}: {shown!r} is not a usable student id (it must be printable, at most {MAX_ID_CHARS} "
-                       "characters, without a leading dot, surrounding spaces or a backslash)")
+            problem = f"{where}: " + identifiers.refusal("student id", shown, student.name)
         folders: list[os.DirEntry] = []
         if problem is None:
             try:

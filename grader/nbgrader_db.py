@@ -3,7 +3,8 @@
 With the scores in nbgrader's own database, formgrader shows them, manual
 grading of the free-response cells happens there, and ``nbgrader export``
 works. The copy runs once, from one thread, after grading: one writer, so the
-database stays consistent however many workers graded.
+database stays consistent however many workers graded. Only student ids that follow the course's rule
+(``grader.identifiers``) are ever written: formgrader prints them into its pages.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
+from . import identifiers
 from .generate import generate
 from .intake import read_small_text
 from .layout import Course
@@ -46,8 +48,8 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult], su
     with Gradebook(db_url) as book:
         for result in results:
             if result.assignment_id not in assignments or result.reported_score is None \
-                    or result.status.value == "invalid_folder":
-                continue  # no score to copy, or no student to create
+                    or result.status.value == "invalid_folder" or not identifiers.valid(result.student_id):
+                continue  # no score to copy, or no student to create (an id outside the rule, even from an older run)
             book.update_or_create_student(result.student_id)
             when = _submitted_at(submissions, result.student_id, result.assignment_id)
             book.update_or_create_submission(result.assignment_id, result.student_id,

@@ -60,7 +60,7 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import nbformat  # noqa: E402
-from nbconvert.exporters import Exporter  # noqa: E402
+from nbconvert.exporters import Exporter, NotebookExporter  # noqa: E402
 from nbconvert.preprocessors import Preprocessor  # noqa: E402
 from traitlets import Unicode, default  # noqa: E402
 
@@ -73,6 +73,63 @@ def _course_root(configured: str) -> Path:
     from .layout import Course
 
     return Path(configured).resolve() if configured else Course.default().root
+
+
+def _project_grade(root: Path, submissions: str, assignment: str, *extra: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "grader", "grade", "--submissions", submissions, "--out", str(root),
+               "--workers", "1", "--assignment", assignment, "--force", *extra]
+    return subprocess.run(command, cwd=root, env={**os.environ, "COURSE_ROOT": str(root)},
+                          capture_output=True, text=True)
+
+
+class IntakeGuard(NotebookExporter):
+    """nbgrader's Autograde exporter, which first refuses submissions whose ids break the course's rule.
+
+    ``nbgrader_config.py`` makes it ``Autograde.exporter_class``: nbgrader builds it after finding the submitted
+    notebooks and before it writes anything for them, since the converter's ``init_assignment`` creates the student
+    and submission rows in gradebook.db before any preprocessor runs. Each submission whose student id, assignment
+    id or notebook name breaks ``grader.identifiers``' rule is taken out of the converter's work list here, so
+    nbgrader stores nothing for it; the course's grader records it as ``invalid_folder`` (in grades.csv, with the
+    rule), as the local path does, and nbgrader's log names it. When every submission of the run is refused
+    (formgrader's Autograde button grades one), nbgrader's run fails with that message, which formgrader shows.
+    """
+
+    course_root = Unicode("", help="the course root (nbgrader_config.py sets it)").tag(config=True)
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        converter = kw.get("parent")
+        work = getattr(converter, "assignments", None)
+        if not isinstance(work, dict) or not hasattr(converter, "_format_source"):
+            return
+        from . import identifiers
+        from .intake import shown_name
+
+        pattern = converter._format_source("(?P<assignment_id>.*)", "(?P<student_id>.*)", escape=True)
+        refused = []
+        for folder in list(work):
+            found = re.match(pattern, folder)
+            if found is None:
+                continue  # nbgrader itself stops on a folder its pattern does not match
+            ids = [("student id", found.group("student_id")), ("assignment id", found.group("assignment_id"))]
+            ids += [("notebook name", Path(path).stem) for path in work[folder]]
+            problems = [identifiers.refusal(kind, shown_name(name), name) for kind, name in ids
+                        if not identifiers.valid(name)]
+            if problems:
+                del work[folder]
+                refused.append((found.group("student_id"), found.group("assignment_id"), problems))
+        if not refused:
+            return
+        root = _course_root(self.course_root)
+        for student, assignment, problems in refused:
+            message = f"refused {shown_name(student)!r}/{shown_name(assignment)!r}, nothing stored: {'; '.join(problems)}"
+            self.log.error(message)
+            if identifiers.valid(assignment) and "/" not in student and student not in (".", ".."):
+                with tempfile.TemporaryDirectory() as tmp:  # only the names: no learner file is read
+                    (Path(tmp) / student / assignment).mkdir(parents=True)
+                    _project_grade(root, tmp, assignment)  # records invalid_folder, with the rule, in grades.csv
+        if not work:
+            raise NotGradedByProject("; ".join("; ".join(p) for _, _, p in refused))
 
 
 class ProjectAutograde(Preprocessor):
@@ -93,6 +150,11 @@ class ProjectAutograde(Preprocessor):
 
         ids = resources["nbgrader"]
         student, assignment, notebook = ids["student"], ids["assignment"], ids["notebook"]
+        from . import identifiers
+
+        for kind, name in (("student id", student), ("assignment id", assignment), ("notebook name", notebook)):
+            if not identifiers.valid(name):  # IntakeGuard refuses these first; this step never grades one either
+                raise NotGradedByProject(identifiers.refusal(kind, intake.shown_name(name), name))
         root = _course_root(self.course_root)
         submitted = Path(resources["metadata"]["path"])
         with tempfile.TemporaryDirectory() as tmp:
@@ -104,10 +166,7 @@ class ProjectAutograde(Preprocessor):
             stamp = intake.read_small_text(submitted / "timestamp.txt")
             if stamp is not None:
                 (staged / "timestamp.txt").write_text(stamp)
-            command = [sys.executable, "-m", "grader", "grade", "--submissions", tmp, "--out", str(root),
-                       "--workers", "1", "--assignment", assignment, "--force", "--gradebook", ids["db_url"]]
-            done = subprocess.run(command, cwd=root, env={**os.environ, "COURSE_ROOT": str(root)},
-                                  capture_output=True, text=True)
+            done = _project_grade(root, tmp, assignment, "--gradebook", ids["db_url"])
         if done.returncode != 0:
             raise NotGradedByProject(f"the course's grader failed on {student}/{assignment}:\n{done.stderr[-3000:]}")
         self.log.info("graded %s/%s with the course's grader", student, assignment)
