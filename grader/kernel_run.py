@@ -252,7 +252,7 @@ async def _silently(client, code: str, expressions: dict | None = None) -> dict 
     return content if isinstance(content, dict) and content.get("status") == "ok" else None
 
 
-async def _reset_hooks(client, identity: int | None) -> bool:
+async def _reset_hooks(client, identity: tuple[str, str, str, str] | None) -> bool:
     """Put the kernel's hooks back (``grader.hooks``); whether that ran and succeeded.
 
     The reset is a user expression of an empty cell, never the cell's code: IPython passes a cell's code, silent
@@ -264,9 +264,9 @@ async def _reset_hooks(client, identity: int | None) -> bool:
     return isinstance(reset, dict) and reset.get("status") == "ok"
 
 
-def _identity(content: dict | None) -> int | None:
+def _identity(content: dict | None) -> tuple[str, str, str, str] | None:
     value = (((content or {}).get("user_expressions") or {}).get("id") or {}).get("data", {}).get("text/plain", "")
-    return int(value) if isinstance(value, str) and value.isdigit() and len(value) < 30 else None
+    return hooks.parse_identity(value)
 
 
 async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits) -> None:

@@ -53,6 +53,9 @@ SUSPICIOUS_NAMES = {
     "__array__": "imitates an array",
     "MIME_TYPE": "publishes grader records itself",
     "_hooks_snapshot": "touches the grader's reset of IPython hooks",
+    "_grader_hooks": "touches the grader's reset of IPython hooks",
+    "_GraderHooks": "touches the grader's reset of IPython hooks",
+    "__subclasses__": "searches every class of the process",
     "__closure__": "reads or rewrites a function's closure",
     "cell_contents": "rewrites a closure variable",
     "__globals__": "reaches a function's module globals",
@@ -61,6 +64,8 @@ SUSPICIOUS_NAMES = {
 SUSPICIOUS_TEXTS = {
     "get_ipython": "uses the IPython shell object",
     "_hooks_snapshot": "touches the grader's reset of IPython hooks",
+    "_grader_hooks": "touches the grader's reset of IPython hooks",
+    "_GraderHooks": "touches the grader's reset of IPython hooks",
     "application/vnd.jax-course.record+json": "publishes grader records itself",
 }
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "who", "whos", "pprint"}  # their code arguments are scanned

@@ -1,0 +1,131 @@
+"""The grader's reset of IPython hooks (``grader.hooks``) resolves no name a learner can bind, and checks identity.
+
+Run on an in-process IPython shell (the same code the sealed kernel gets); the graded attacks
+``tests/attacks/sharded_step/forge-reset-*.py`` and ``forge-shell-method-patched.py`` try the same in a kernel.
+"""
+from __future__ import annotations
+
+import builtins
+import dis
+import types
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from grader import hooks
+
+NAME_LOOKUPS = {"LOAD_NAME", "LOAD_GLOBAL", "STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL",
+                "IMPORT_NAME", "LOAD_BUILD_CLASS"}
+
+
+def _codes(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _lookups(code: types.CodeType) -> set[str]:
+    return {f"{ins.opname} {ins.argval}" for c in _codes(code) for ins in dis.get_instructions(c)
+            if ins.opname in NAME_LOOKUPS}
+
+
+@pytest.fixture()
+def shell():
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance()
+    assert sh.run_cell(hooks.SNAPSHOT, silent=True, store_history=False).success
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+def _identity(shell):
+    value = shell.user_expressions({"id": hooks.IDENTITY})["id"]["data"]["text/plain"]
+    identity = hooks.parse_identity(value)
+    assert identity is not None, value
+    return identity
+
+
+def _reset(shell, identity) -> bool:
+    return shell.user_expressions({"reset": hooks.restore(identity)})["reset"]["status"] == "ok"
+
+
+def test_the_reset_names_nothing(shell):
+    """Neither the expression nor the function it calls loads a global, builtin or namespace name."""
+    assert _lookups(compile(hooks.restore(_identity(shell)), "<reset>", "eval")) == set()
+    run = vars(shell._grader_hooks)["run"]
+    assert _lookups(run.__code__) == set()
+    assert run.__code__.co_freevars == ("state",) and run.__defaults__ is None and run.__kwdefaults__ is None
+
+
+def test_the_reset_removes_hooks_with_every_builtin_shadowed(shell):
+    """Every builtin name rebound (in the namespace and its __builtins__) to a function that raises: the reset
+    still runs, and the learner's hook and transformer are gone."""
+    identity = _identity(shell)
+    fired = []
+    shell.events.register("pre_run_cell", lambda info: fired.append(info))
+    shell.ast_transformers.append(object())
+
+    def poisoned(*args, **kwargs):
+        raise AssertionError("the reset called a name the learner bound")
+
+    shadows = {name: poisoned for name in dir(builtins) if not name.startswith("__") or name == "__import__"}
+    shell.user_ns.update(shadows)
+    shell.user_ns["__builtins__"] = {**vars(builtins), **shadows}
+    assert _reset(shell, identity)
+    for name in shadows:
+        shell.user_ns.pop(name, None)
+    shell.user_ns["__builtins__"] = builtins
+    assert shell.ast_transformers == [] or all(type(t) is not object for t in shell.ast_transformers)
+    shell.run_cell("1")
+    assert fired == []
+
+
+def test_a_look_alike_or_gutted_reset_fails(shell):
+    """A swapped code object, a rewritten closure cell or a look-alike holder: the reset fails (the grader then
+    judges no test and flags the notebook), it never reports success without having run."""
+    identity = _identity(shell)
+    run = vars(shell._grader_hooks)["run"]
+    original_code = run.__code__
+
+    def gutted():
+        state = None
+
+        def run(R, expected):
+            return state
+
+        return run
+
+    run.__code__ = gutted().__code__
+    assert not _reset(shell, identity)
+    run.__code__ = original_code
+    assert _reset(shell, identity)
+    cell = run.__closure__[0]
+    saved = cell.cell_contents
+    cell.cell_contents = tuple(saved)[:-1] + (None,)
+    assert not _reset(shell, identity)
+    cell.cell_contents = saved
+    assert _reset(shell, identity)
+    forged = (identity[0].replace("0x", "0x1"),) + identity[1:]  # another address: no such holder
+    assert not _reset(shell, forged)
+    assert not _reset(shell, None)
+
+
+def test_methods_patched_on_ipython_are_put_back(shell):
+    """A method replaced on IPython's class, one shadowed on the shell, and a replaced event manager."""
+    identity = _identity(shell)
+    real_transform = InteractiveShell.transform_cell
+    real_events = shell.events
+    InteractiveShell.transform_cell = lambda self, raw: "answer = 2\n" + raw
+    shell.run_cell = lambda *args, **kwargs: None
+    shell.events = types.SimpleNamespace(callbacks={}, trigger=lambda *a, **k: None)
+    assert _reset(shell, identity)
+    assert InteractiveShell.transform_cell is real_transform
+    assert "run_cell" not in vars(shell)
+    assert shell.events is real_events
+
+
+@pytest.mark.parametrize("text", ["", "123", "'<type object at 0x1>'", "'a|b|c|d'", "x" * 1000,
+                                  "'<type object at 0x1>|<function object at 0x2>|<code object at 0x3>'"])
+def test_identity_text_that_is_not_four_addresses_is_refused(text):
+    assert hooks.parse_identity(text) is None
