@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from grading_throughput import grading_seconds  # noqa: E402
+from measure import grading_seconds  # noqa: E402
 
 
 def baseline_tree(revision: str) -> Path:
@@ -45,8 +45,11 @@ def baseline_tree(revision: str) -> Path:
 
 def build(tree: Path, submitted: Path, students: int) -> None:
     """The benchmark's class, built by ``tree``'s own code from ``tree``'s scenarios."""
-    code = ("import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; "
-            "from grader.layout import Course; from grading_throughput import build_class; "
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path\n"
+            "try:\n    from class_scores import build_class\n"
+            "except ImportError:  # a tree from before the benchmarks were split\n"
+            "    from grading_throughput import build_class\n"
+            "from grader.layout import Course\n"
             f"build_class(Course.default(), Path({str(submitted)!r}), {students})")
     subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", code], cwd=tree, check=True)
 

@@ -30,8 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from grading_throughput import (ASSIGNMENTS, CLASS, ROOT, Run, become_subreaper, fmt_mib, load, measured,  # noqa: E402
-                                python, wait_for_quiet)
+from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
+from grading_throughput import fmt_mib  # noqa: E402
+from measure import Run, become_subreaper, measured, wait_for_quiet  # noqa: E402
 
 from grader.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
