@@ -23,6 +23,7 @@ from grader.pipeline import Settings
 from grader.programs import Input, Program
 from grader.programs import runner
 from grader.programs.launch import _run_confined, _sandbox, parse_verdict, run_programs
+from grader.programs.structure import Structure
 from grader.sandbox import Limits
 
 ROOT = os.geteuid() == 0
@@ -91,6 +92,7 @@ def test_a_step_runs_on_the_graders_own_inputs(blobs, tmp_path):
     np.testing.assert_allclose(run.outputs[1].value, np.mean((x @ w - y) ** 2), rtol=1e-4)
     assert run.in_shardings == run.expected_in_shardings
     assert all(o.replicated and len(o.shard_shapes) == 4 and o.shards_consistent for o in run.outputs)
+    assert run.compiled_collectives.get("all_reduce", 0) >= 1 and "all_gather" not in run.compiled_collectives
 
 
 @pytest.mark.skipif(not ROOT, reason="the compilation cache is bound into sealed runners (root) only")
@@ -114,6 +116,9 @@ def test_the_runner_reads_the_instructors_compiled_programs_and_never_writes_the
 
     same, other = report(blobs["step"]), report(blobs["doubled"])
     assert same["verdicts"][0].get("error") is None and same["cache_hits"] >= 1  # a learner's identical program
+    # an executable read from the cache still shows its collectives: the step's partial sums are all-reduced
+    assert same["verdicts"][0]["compiled_collectives"] == other["verdicts"][0]["compiled_collectives"] == {
+        "all_reduce": 1}  # (XLA combines the loss's and the gradient's)
     assert other["verdicts"][0].get("error") is None and other["cache_hits"] == 0  # compiled by the runner itself
     assert {entry.name: entry.read_bytes() for entry in staging.iterdir()} == before  # and nothing written
 
@@ -138,12 +143,12 @@ def test_custom_calls_and_disabled_checks_are_refused(blobs, tmp_path):
     run = run_programs({"evil": blobs["custom_call"]}, [Program("evil", 1, (Input((12,)),))], 4,
                        settings_for(tmp_path))["evil"]
     assert run.error and not run.outputs
-    # The custom-call scan on its own, for a program that does not declare its disabled checks.
-    text = 'module { %0 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) : (tensor<4xf32>) -> () }'
+    # The refusal on its own, for a program that does not declare its disabled checks: the targets are read from
+    # each custom_call's parsed attribute (tests/test_program_structure.py).
     declared = SimpleNamespace(nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(),
                                disabled_safety_checks=())
-    assert "outside the compiler" in runner._inspect(declared, text, 1)
-    assert runner._inspect(declared, 'module { %0 = stablehlo.custom_call @Sharding(%arg0) }', 1) is None
+    assert "outside the compiler" in runner._inspect(declared, Structure(targets={"xla_ffi_python_cpu_callback"}), 1)
+    assert runner._inspect(declared, Structure(targets={"Sharding"}), 1) is None
 
 
 @pytest.mark.parametrize("blob", ["not base64!", "QUJD", "A" * 64])
@@ -211,9 +216,10 @@ def test_runs_a_dask_worker_sends_back_are_checked_and_never_replaced_by_local_r
     inputs = [np.ones(2, np.float32), np.ones((12, 2), np.float32), np.ones(12, np.float32)]
     good = run_to_json(ProgramRun("test-step/step", inputs=inputs,
                                   outputs=[Output(np.arange(2.0), "()", True, [(2,)] * 4, True)],
-                                  collectives={"all_reduce": 1}, manual=True))
+                                  collectives={"all_reduce": 1}, compiled_collectives={"all_reduce": 1}, manual=True))
     run = programs_from({"programs": {"test-step/step": json.loads(json.dumps(good))}}, declared)["test-step"]["step"]
     assert run.error is None and run.manual and run.collectives == {"all_reduce": 1}
+    assert run.compiled_collectives == {"all_reduce": 1}
     np.testing.assert_array_equal(run.outputs[0].value, [0.0, 1.0])
     assert "did not report" in programs_from({"programs": {}}, declared)["test-step"]["step"].error
     for forged in [dict(good, inputs=good["inputs"][:2]), dict(good, outputs="all fine"),

@@ -11,8 +11,9 @@ mesh size, its inputs' shapes and partition specs), and the grader
 * runs the program in a sandbox of its own, never in the kernel or the
   grader's process (``runner``), refusing host callbacks and custom calls,
 * hands the rubric a ``ProgramRun``: the inputs, every output with its
-  sharding and shards, and the collectives in the program's StableHLO,
-  which the rubric judges against NumPy references.
+  sharding and shards, the collectives its parsed StableHLO writes and those
+  of the program compiled for those inputs (``structure``), which the rubric
+  judges against NumPy references.
 """
 from __future__ import annotations
 
@@ -60,9 +61,11 @@ class ProgramRun:
     in_shardings: list[str | None] = field(default_factory=list)
     expected_in_shardings: list[str] = field(default_factory=list)
     out_shardings: list[str | None] = field(default_factory=list)
-    collectives: dict[str, int] = field(default_factory=dict)
-    manual: bool = False  # a shard_map (manual) region
-    manual_only: bool = False  # one shard_map region computes everything: outside it only shardings and reshapes
+    collectives: dict[str, int] = field(default_factory=dict)  # the collective operations the program writes
+    compiled_collectives: dict[str, int] = field(default_factory=dict)  # those of its compiled (partitioned) HLO
+    manual: bool = False  # a shard_map region, manual over the mesh axes its inputs are split on
+    manual_only: bool = False  # one such region computes everything (outside it only calls, reshapes and conversions,
+    # no resharding), and the compiled program has no collective the region does not write
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----

@@ -91,15 +91,21 @@ def _strings(values) -> list[str | None]:
     return [v[:500] if isinstance(v, str) else None for v in values]
 
 
+def _counts(counts) -> dict[str, int]:
+    """Collective counts as the runner reports them: names to non-negative ints (anything else is left out)."""
+    if not isinstance(counts, dict) or len(counts) > 64:
+        return {}
+    return {str(k)[:50]: v for k, v in counts.items() if type(v) is int and v >= 0}
+
+
 def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> ProgramRun:
     """One program's ``ProgramRun`` from the runner's report (untrusted: checked field by field)."""
     run = ProgramRun(program.key, inputs=inputs)
     try:
         if not isinstance(verdict, dict) or verdict.get("key") != program.key:
             raise ValueError("malformed report")
-        collectives = verdict.get("collectives", {})
-        if isinstance(collectives, dict):
-            run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int}
+        run.collectives = _counts(verdict.get("collectives"))
+        run.compiled_collectives = _counts(verdict.get("compiled_collectives"))
         run.manual = verdict.get("manual") is True
         run.manual_only = verdict.get("manual_only") is True
         if verdict.get("error") is not None:
@@ -150,9 +156,8 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.in_shardings = _strings(data.get("in_shardings"))
         run.expected_in_shardings = [s or "" for s in _strings(data.get("expected_in_shardings"))]
         run.out_shardings = _strings(data.get("out_shardings"))
-        collectives = data.get("collectives")
-        run.collectives = {str(k)[:50]: v for k, v in collectives.items() if type(v) is int} \
-            if isinstance(collectives, dict) else {}
+        run.collectives = _counts(data.get("collectives"))
+        run.compiled_collectives = _counts(data.get("compiled_collectives"))
         run.manual = data.get("manual") is True
         run.manual_only = data.get("manual_only") is True
     except (ValueError, TypeError, OverflowError):

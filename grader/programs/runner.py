@@ -11,15 +11,19 @@ writes ``verdict.json`` there. For each program it:
    (``custom_call`` targets other than the sharding annotations, effects such
    as host callbacks, disabled safety checks) or was exported for another
    device count or platform;
-3. reports its input and output shardings next to the ones the course
-   expects, the collectives its StableHLO contains, and whether it is one
-   per-device program: a single ``shard_map`` (manual) region that takes its
-   inputs as they are placed, with nothing but shardings, reshapes and
-   conversions outside it (``manual_only``; a global program with a
-   decorative ``shard_map`` beside it computes outside, and the compiler adds
-   collectives there that the text never shows);
+3. reads its structure from the parsed module, never from its text
+   (``grader.programs.structure``): the collectives its operations write,
+   and whether it is one per-device program: a single ``shard_map`` region,
+   manual over the mesh axes its inputs are split on, that takes its inputs
+   as they are placed, with nothing outside it but calls, reshapes and
+   conversions, and no resharding of what it returns;
 4. places the grader's fresh inputs with the expected shardings on a mesh of
-   its device count, calls it, and reports every output with its shards.
+   its device count and compiles the program once for them: the compiled
+   (partitioned) HLO's collectives are the communication it performs, so
+   collectives the compiler adds are seen (``compiled_collectives``;
+   ``manual_only`` also requires that it has none the region did not write);
+5. runs that executable (unless the program is only read) and reports every
+   output with its shards.
 
 The verdict is plain data: the grader judges it against NumPy references.
 """
@@ -28,20 +32,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
+from grader.programs.structure import (ALLOWED_CUSTOM_CALLS, COLLECTIVES, Structure, Unreadable,  # noqa: F401
+                                      compiled_collectives, only_written, read_module)
+
 MAX_PROGRAM_BYTES = 4 << 20
-ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
-                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute",
-               "collective_broadcast")
-#: what may stand outside the manual region of a per-device program (``manual_only``): no arithmetic, no collective
-OUTSIDE_MANUAL = {"func.return", "func.call", "sdy.manual_computation", "stablehlo.custom_call",
-                  "sdy.sharding_constraint", "sdy.reshard", "stablehlo.reshape", "stablehlo.convert"}
-_DIMS = re.compile(r"<@[\w.$-]+,\s*(\[[^\[\]]*\])")
-_CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s*@([\w.$-]+)|call_target_name\s*=\s*"([^"]*)"')
 
 
 def _array(value) -> dict:
@@ -77,7 +74,7 @@ def _shown(aval) -> str:
     return f"{dtype}{shape}" if small else f"{dtype} of another shape"
 
 
-def _inspect(exported, text: str, mesh_size: int) -> str | None:
+def _inspect(exported, structure: Structure, mesh_size: int) -> str | None:
     """Why this program must not run, or None."""
     if exported.nr_devices != mesh_size:
         built = exported.nr_devices if 0 < exported.nr_devices <= 64 else "another number of"
@@ -89,78 +86,29 @@ def _inspect(exported, text: str, mesh_size: int) -> str | None:
         return "it has side effects (a host callback, print or I/O): the program must be pure JAX"
     if exported.disabled_safety_checks:
         return "it was exported with JAX's safety checks disabled"
-    targets = {a or b for a, b in _CUSTOM_CALL.findall(text)} - ALLOWED_CUSTOM_CALLS
+    targets = structure.targets - ALLOWED_CUSTOM_CALLS  # read from each custom_call's parsed attribute
     if targets:  # how many, never their names: the kernel chose them
         return (f"it calls code outside the compiler ({len(targets)} custom_call target(s) other than the sharding "
                 "annotations): the program must be pure JAX")
     return None
 
 
-def _dims(text: str) -> list[str]:
-    """The per-dimension shardings in an ``#sdy.sharding`` or ``#sdy.sharding_per_value`` attribute, as text."""
-    return [re.sub(r"\s+", "", dims) for dims in _DIMS.findall(text)]
+def _compile_key(exported, structure: Structure, inputs: list) -> str:
+    """Programs with this key compile to the same executable: the module without its locations, its calling
+    convention and the inputs' placement."""
+    return json.dumps([structure.key, str(exported.in_tree), str(exported.out_tree),
+                       list(exported.module_kept_var_idx), list(exported.platforms),
+                       [[spec["shape"], spec["dtype"], spec["spec"]] for spec in inputs]])
 
 
-def manual_only(text: str) -> bool:
-    """Whether the program is one per-device program: exactly one ``sdy.manual_computation`` (shard_map) region
-    reached from ``main``, whose operands arrive with the shardings its ``in_shardings`` name (no resharding at
-    its boundary, which the compiler would implement with collectives of its own), and outside it only calls,
-    sharding annotations, reshapes and conversions. So every computation and every collective is inside the
-    region, written by the learner; a global program with a decorative ``shard_map`` beside it is not."""
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
-
-    with mlir.make_ir_context():
-        module = ir.Module.parse(text)
-        funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-                 if op.operation.name == "func.func"}
-        state = {"regions": 0, "clean": True, "calls": 0}
-
-        def outside(func, shardings: list) -> None:
-            state["calls"] += 1
-            if state["calls"] > 256:
-                state["clean"] = False
-                return
-            block = func.regions[0].blocks[0]
-            env = {arg.get_name(): sharding for arg, sharding in zip(block.arguments, shardings)}
-            for op in block.operations:
-                name = op.operation.name
-                if name not in OUTSIDE_MANUAL:
-                    state["clean"] = False
-                    return
-                operands = [env.get(value.get_name()) for value in op.operands]
-                if name == "sdy.manual_computation":
-                    state["regions"] += 1
-                    wanted = _dims(str(op.attributes["in_shardings"]))
-                    if wanted != operands:
-                        state["clean"] = False
-                elif name == "func.call":
-                    callee = funcs.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-                    if callee is None:
-                        state["clean"] = False
-                        return
-                    outside(callee, operands)
-                elif name == "stablehlo.convert":  # keeps its operand's sharding; the others may change it
-                    env[op.results[0].get_name()] = operands[0]
-
-        main = funcs.get("main")
-        if main is None:
-            return False
-        arg_attrs = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
-        shardings = []
-        for index in range(len(main.regions[0].blocks[0].arguments)):
-            attrs = ir.DictAttr(arg_attrs[index]) if arg_attrs is not None else None
-            found = _dims(str(attrs["sdy.sharding"])) if attrs is not None and "sdy.sharding" in attrs else []
-            shardings.append(found[0] if len(found) == 1 else None)
-        outside(main, shardings)
-        return state["clean"] and state["regions"] == 1
-
-
-def run_one(program: dict) -> dict:
+def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
+    """The verdict on one program; ``compiled_programs`` (``_compile_key`` -> executable) holds the executables of
+    the request's earlier programs, so a program the notebook records twice compiles once."""
     import jax
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+    compiled_programs = {} if compiled_programs is None else compiled_programs
     verdict: dict = {"key": program["key"]}
     try:
         blob = base64.b64decode(program["program"], validate=True)
@@ -170,18 +118,14 @@ def run_one(program: dict) -> dict:
         return {**verdict, "error": f"the program is larger than {MAX_PROGRAM_BYTES >> 20} MiB"}
     try:
         exported = jax.export.deserialize(bytearray(blob))
-        text = exported.mlir_module()
+        structure = read_module(exported.mlir_module())
     except Exception as error:  # noqa: BLE001 - anything malformed is the program's fault
         return {**verdict, "error": f"the program could not be read ({type(error).__name__})"}
     size = int(program["mesh"])
-    verdict["collectives"] = {name: len(re.findall(rf"stablehlo\.{name}\b|\"stablehlo\.{name}\"", text))
-                              for name in COLLECTIVES}
-    verdict["manual"] = "sdy.manual_computation" in text or "SPMDFullToShardShape" in text
-    try:
-        verdict["manual_only"] = manual_only(text)
-    except Exception:  # noqa: BLE001 - a module this reading does not understand is not one per-device program
-        verdict["manual_only"] = False
-    refused = _inspect(exported, text, size)
+    verdict["collectives"] = dict(structure.collectives)  # the operations it writes, reached from main
+    verdict["manual"] = structure.manual
+    verdict["manual_only"] = False  # until the compiled program shows no collective the region did not write
+    refused = _inspect(exported, structure, size)
     if refused:
         return {**verdict, "error": refused}
     mesh = Mesh(np.array(jax.devices()[:size]), ("data",))
@@ -201,16 +145,27 @@ def run_one(program: dict) -> dict:
     verdict["in_shardings"] = [None if s is None else str(s) for s in exported.in_shardings_hlo]
     verdict["expected_in_shardings"] = expected_in
     verdict["out_shardings"] = [None if s is None else str(s) for s in exported.out_shardings_hlo]
-    if program.get("run") is False:  # read, not run
-        verdict["outputs"] = []
-        return verdict
+    # Compiled once, for the grader's inputs as placed: its partitioned HLO is the communication it performs
+    # (collectives the compiler adds included), and the same executable runs it.
+    key = _compile_key(exported, structure, inputs)
     try:
-        outputs = exported.call(*args)
-        outputs = jax.tree_util.tree_leaves(outputs)
-        verdict["outputs"] = [_output(value) for value in outputs]
+        compiled = compiled_programs.get(key)
+        if compiled is None:
+            compiled = compiled_programs[key] = jax.jit(exported.call).lower(*args).compile()
+        verdict["compiled_collectives"] = compiled_collectives(compiled)
     except Exception as error:  # noqa: BLE001
         # The type only: JAX's messages quote the program's own names (its function name is any text the learner
         # chose), which would carry hidden-test text into the feedback page.
+        return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__})"}
+    verdict["manual_only"] = structure.one_region and only_written(verdict["compiled_collectives"],
+                                                                   structure.collectives)
+    if program.get("run") is False:  # read (and compiled), not run
+        verdict["outputs"] = []
+        return verdict
+    try:
+        outputs = jax.tree_util.tree_leaves(compiled(*args))
+        verdict["outputs"] = [_output(value) for value in outputs]
+    except Exception as error:  # noqa: BLE001
         return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__})"}
     return verdict
 
@@ -246,10 +201,10 @@ def main(folder: Path) -> None:
 
     events: list[str] = []
     monitoring.register_event_listener(lambda name, **_: events.append(name))
-    verdicts = []
+    verdicts, compiled_programs = [], {}
     for program in request["programs"]:
         try:
-            verdicts.append(run_one(program))
+            verdicts.append(run_one(program, compiled_programs))
         except Exception as error:  # noqa: BLE001 - one bad program never hides the others
             verdicts.append({"key": program.get("key"), "error": f"the program could not be run ({type(error).__name__})"})
     # The cache hits are for the tests and benchmarks only; the grader reads nothing else of the report.

@@ -1,0 +1,304 @@
+"""What a learner's program is and does, read from its parsed operations and from its compiled form, never from text.
+
+Two readings, both of structure the learner cannot name:
+
+* ``read_module``: the StableHLO module the kernel exported, parsed by MLIR (jaxlib's bindings). Every operation
+  is named by the parser (``op.operation.name``); symbols, locations, attributes and the module's own name (all
+  of them text the learner chooses: ``fn.__name__ = "stablehlo.all_gather"``) are never searched. Collectives
+  are counted among the operations reachable from ``main`` (regions and called functions included),
+  ``custom_call`` targets read from the parsed attribute, and the shard_map (``sdy.manual_computation``) region
+  found by walking ``main``: it counts only when it is manual over the mesh axes its inputs are split on
+  (``manual_axes={}`` is a region the compiler partitions like any global program), and a program is one
+  per-device program (``one_region``) only when exactly one such region takes its inputs as they are placed and
+  what surrounds it only calls, converts and reshapes, never reshards (a sharding constraint or a result
+  sharding other than the region's gathers what it returns).
+* ``compiled_collectives``: the collectives of the program XLA compiled for the grader's inputs, after SPMD
+  partitioning, by instruction opcode (jaxlib's ``HloModule`` bindings). Collectives the compiler adds, which
+  the exported text never shows, are seen here.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute",
+               "collective_broadcast")
+COLLECTIVE_OPS = {f"stablehlo.{name}": name for name in COLLECTIVES}
+#: compiled HLO opcodes that move data between devices, by the collective they are (async starts count once)
+COMPILED_OPCODES = {"kAllReduce": "all_reduce", "kAllReduceStart": "all_reduce", "kReduceScatter": "reduce_scatter",
+                    "kAllGather": "all_gather", "kAllGatherStart": "all_gather", "kAllToAll": "all_to_all",
+                    "kRaggedAllToAll": "all_to_all", "kCollectivePermute": "collective_permute",
+                    "kCollectivePermuteStart": "collective_permute", "kCollectiveBroadcast": "collective_broadcast",
+                    "kSend": "send_recv", "kRecv": "send_recv"}
+ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
+                        "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
+MAX_OPS = 1 << 18  # operations walked, all readings together: a larger module is not read
+
+
+class Unreadable(Exception):
+    """The module is too large, recursive or malformed to read: it is not run."""
+
+
+class _NotOne(Exception):
+    """Not one per-device program (``one_region`` is False)."""
+
+
+@dataclass
+class Structure:
+    collectives: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COLLECTIVES, 0))
+    targets: set[str] = field(default_factory=set)  # custom_call targets anywhere in the module
+    manual: bool = False  # a shard_map region manual over the inputs' mesh axes, reachable from main
+    one_region: bool = False  # exactly one such region computes everything (see the module's docstring)
+    key: str = ""  # a digest of the program without its locations: equal programs compile alike
+
+
+def _is(attr, kind) -> bool:
+    """Whether an MLIR attribute is of the attribute class ``kind`` (the bindings refuse to cast it otherwise)."""
+    if isinstance(attr, kind):
+        return True
+    try:
+        kind(attr)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _operations(root):
+    """Every operation nested in ``root``'s regions (not ``root`` itself), depth first."""
+    stack = [op for region in root.regions for block in region.blocks for op in block.operations]
+    while stack:
+        op = stack.pop().operation
+        yield op
+        stack.extend(inner for region in op.regions for block in region.blocks for inner in block.operations)
+
+
+class _Reader:
+    def __init__(self, module):
+        from jax._src.lib.mlir import ir
+
+        self.ir = ir
+        self.funcs, self.meshes = {}, {}
+        for op in module.body.operations:
+            op = op.operation
+            if op.name in ("func.func", "sdy.mesh") and "sym_name" in op.attributes:
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                (self.funcs if op.name == "func.func" else self.meshes)[name] = op
+        self.steps = 0
+        self.split_axes: set[str] = set()
+        self.memo: dict[str, Counter] = {}
+        self.active: set[str] = set()
+        self.regions = 0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_OPS:
+            raise Unreadable("too many operations")
+
+    # -- shardings, as the parsed attributes give them -------------------------------------------------
+    def mesh(self, sharding):
+        """``((axis, size), ...), device ids`` of a ``TensorShardingAttr``'s mesh, or None."""
+        from jax._src.lib.mlir.dialects import sdy
+
+        ref = sharding.mesh_or_ref
+        if _is(ref, self.ir.FlatSymbolRefAttr):
+            op = self.meshes.get(self.ir.FlatSymbolRefAttr(ref).value)
+            if op is None or "mesh" not in op.attributes:
+                return None
+            ref = op.attributes["mesh"]
+        if not _is(ref, sdy.MeshAttr):
+            return None
+        mesh = sdy.MeshAttr(ref)
+        axes = tuple((sdy.MeshAxisAttr(a).name, int(sdy.MeshAxisAttr(a).size)) for a in mesh.axes)
+        return axes, tuple(int(d) for d in mesh.device_ids)
+
+    def sharding(self, attr):
+        """A canonical form of a ``TensorShardingAttr``: its mesh, each dimension's axes, its unreduced axes."""
+        from jax._src.lib.mlir.dialects import sdy
+
+        sharding = sdy.TensorShardingAttr(attr)
+        dims = tuple(tuple(str(axis) for axis in sdy.DimensionShardingAttr(d).axes)
+                     for d in sharding.dimension_shardings)
+        return self.mesh(sharding), dims, tuple(str(a) for a in sharding.unreduced_axes)
+
+    def split_on(self, attr) -> set[str]:
+        from jax._src.lib.mlir.dialects import sdy
+
+        return {sdy.AxisRefAttr(axis).name for d in sdy.TensorShardingAttr(attr).dimension_shardings
+                for axis in sdy.DimensionShardingAttr(d).axes}
+
+    def per_value(self, op, name: str) -> list:
+        from jax._src.lib.mlir.dialects import sdy
+
+        if name not in op.attributes:
+            raise _NotOne
+        return list(sdy.TensorShardingPerValueAttr(op.attributes[name]).shardings)
+
+    def value_shardings(self, func, kind: str) -> list:
+        """The ``sdy.sharding`` of each argument (``arg_attrs``) or result (``res_attrs``) of ``func``, or None."""
+        count = len(func.regions[0].blocks[0].arguments) if kind == "arg_attrs" else \
+            len(self.ir.FunctionType(self.ir.TypeAttr(func.attributes["function_type"]).value).results)
+        if kind not in func.attributes:
+            return [None] * count
+        attrs = self.ir.ArrayAttr(func.attributes[kind])
+        found = []
+        for index in range(count):
+            entry = self.ir.DictAttr(attrs[index]) if index < len(attrs) else None
+            found.append(entry["sdy.sharding"] if entry is not None and "sdy.sharding" in entry else None)
+        return found
+
+    def manual_over_inputs(self, op) -> bool:
+        """The region is manual over every axis its program's inputs are split on and every axis of its mesh that
+        has more than one device: nothing in it is left for the compiler to partition."""
+        from jax._src.lib.mlir.dialects import sdy
+
+        if "manual_axes" not in op.attributes:
+            return False
+        axes = sdy.ManualAxesAttr(op.attributes["manual_axes"])
+        manual = {str(axes[i]) for i in range(len(axes))}
+        meshes = {self.mesh(sdy.TensorShardingAttr(s)) for name in ("in_shardings", "out_shardings")
+                  if name in op.attributes for s in sdy.TensorShardingPerValueAttr(op.attributes[name]).shardings}
+        if len(meshes) != 1 or None in meshes or not manual:
+            return False
+        (sizes, _), = meshes
+        names = {axis for axis, _ in sizes}
+        return (manual <= names and self.split_axes <= manual
+                and all(axis in manual for axis, size in sizes if size > 1))
+
+    # -- what main reaches ---------------------------------------------------------------------------------
+    def callees(self, op) -> list[str]:
+        """Functions an operation refers to by symbol (a call's callee, a composite's decomposition, ...)."""
+        ir, found = self.ir, []
+        for name in list(op.attributes.keys()):
+            attr = op.attributes[name]
+            values = list(ir.ArrayAttr(attr)) if _is(attr, ir.ArrayAttr) else [attr]
+            found += [ir.FlatSymbolRefAttr(v).value for v in values if _is(v, ir.FlatSymbolRefAttr)]
+        return [name for name in found if name in self.funcs]
+
+    def reach(self, name: str) -> Counter:
+        """Collectives and manual regions reachable from function ``name``, at every call site."""
+        if name in self.memo:
+            return self.memo[name]
+        if name in self.active:
+            raise Unreadable("a recursive call")
+        self.active.add(name)
+        counts: Counter = Counter()
+        for op in _operations(self.funcs[name]):
+            self.tick()
+            if op.name in COLLECTIVE_OPS:
+                counts[COLLECTIVE_OPS[op.name]] += 1
+            elif op.name == "sdy.manual_computation" and self.manual_over_inputs(op):
+                counts["@region"] += 1
+            for callee in self.callees(op):
+                counts.update(self.reach(callee))
+        self.active.discard(name)
+        self.memo[name] = counts
+        return counts
+
+    # -- one per-device program ----------------------------------------------------------------------------
+    def replicated_like(self, sharding, rank: int):
+        if sharding is None or sharding[2] or any(sharding[1]):
+            return None
+        return sharding[0], ((),) * rank, ()
+
+    def outside(self, name: str, shardings: list, depth: int = 0) -> list:
+        """The shardings of what function ``name`` returns, given its arguments' (None: not known); ``_NotOne`` if
+        anything in it but one region computes, or anything reshards."""
+        ir = self.ir
+        func = self.funcs.get(name)
+        if func is None or depth > 64 or len(func.regions[0].blocks) != 1:
+            raise _NotOne
+        block = func.regions[0].blocks[0]
+        env = dict(zip(block.arguments, shardings))
+        results = [None if s is None else self.sharding(s) for s in self.value_shardings(func, "res_attrs")]
+        for op in block.operations:
+            op = op.operation
+            self.tick()
+            kind = op.name
+            operands = [env.get(value) for value in op.operands]
+            if kind == "func.return":
+                if len(operands) != len(results) or any(w is not None and g != w for g, w in zip(operands, results)):
+                    raise _NotOne  # the compiler would reshard the result to the function's result sharding
+                return [g if w is None else w for g, w in zip(operands, results)]
+            if kind == "sdy.manual_computation":
+                if not self.manual_over_inputs(op):
+                    raise _NotOne
+                if operands != [self.sharding(s) for s in self.per_value(op, "in_shardings")]:
+                    raise _NotOne  # its inputs would be moved first
+                outs = [self.sharding(s) for s in self.per_value(op, "out_shardings")]
+                self.regions += 1
+            elif kind == "func.call" and "callee" in op.attributes:
+                outs = self.outside(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands, depth + 1)
+            elif kind in ("sdy.sharding_constraint", "sdy.reshard") and len(operands) == 1:
+                target = self.sharding(op.attributes["sharding"])
+                if operands[0] != target:
+                    raise _NotOne  # a reshard of what the region returns (or of an input): the compiler moves data
+                outs = [target]
+            elif kind == "stablehlo.convert" and len(operands) == 1:
+                outs = operands
+            elif kind == "stablehlo.reshape" and len(operands) == 1:
+                outs = [self.replicated_like(operands[0], ir.RankedTensorType(op.results[0].type).rank)]
+            elif kind == "stablehlo.custom_call" and self.target(op) in ALLOWED_CUSTOM_CALLS:
+                outs = [None] * len(op.results)
+            else:
+                raise _NotOne
+            if "sdy.sharding" in op.attributes:  # a sharding the compiler enforces on the results
+                named = [self.sharding(s) for s in self.per_value(op, "sdy.sharding")]
+                if named != outs:
+                    raise _NotOne
+            env.update(zip(op.results, outs))
+        raise _NotOne
+
+    def target(self, op) -> str | None:
+        attr = op.attributes["call_target_name"] if "call_target_name" in op.attributes else None
+        return self.ir.StringAttr(attr).value if attr is not None and _is(attr, self.ir.StringAttr) else None
+
+
+def read_module(text: str) -> Structure:
+    """The structure of a StableHLO module (``Exported.mlir_module()``); ``Unreadable`` if it cannot be read."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    found = Structure()
+    with mlir.make_ir_context():
+        try:
+            module = ir.Module.parse(text)
+        except Exception as error:  # noqa: BLE001 - malformed text is the program's fault
+            raise Unreadable("not a module") from error
+        reader = _Reader(module)
+        found.key = hashlib.sha256(module.operation.get_asm(enable_debug_info=False).encode()).hexdigest()
+        for op in _operations(module.operation):
+            reader.tick()
+            if op.name == "stablehlo.custom_call":
+                found.targets.add(reader.target(op) or "")
+        main = reader.funcs.get("main")
+        if main is None:
+            raise Unreadable("no main function")
+        arguments = reader.value_shardings(main, "arg_attrs")
+        reader.split_axes = set().union(*(reader.split_on(s) for s in arguments if s is not None))
+        reached = reader.reach("main")
+        found.collectives = {name: reached.get(name, 0) for name in COLLECTIVES}
+        found.manual = reached.get("@region", 0) >= 1
+        try:
+            reader.outside("main", [None if s is None else reader.sharding(s) for s in arguments])
+            found.one_region = reader.regions == 1
+        except _NotOne:
+            found.one_region = False
+    return found
+
+
+def compiled_collectives(compiled) -> dict[str, int]:
+    """The collectives of a ``jax.stages.Compiled`` program, after partitioning, by opcode (every computation)."""
+    counts: Counter = Counter()
+    for module in compiled.runtime_executable().hlo_modules():
+        for computation in module.computations():
+            for instruction in computation.instructions():
+                kind = COMPILED_OPCODES.get(instruction.opcode.name)
+                if kind:
+                    counts[kind] += 1
+    return dict(counts)
+
+
+def only_written(compiled: dict[str, int], written: dict[str, int]) -> bool:
+    """Whether the compiled program communicates with no collective beyond those the module writes itself."""
+    return all(count <= written.get(kind, 0) for kind, count in compiled.items())
