@@ -451,27 +451,29 @@ def test_a_worker_that_cannot_seal_kernels_runs_nothing(monkeypatch):
 
 # ---------------------------------------------------------------- sealed kernels on the workers
 
-SEAL_ATTACKS = ["net-host-listener", "net-interfaces", "proc-siblings", "detect-grading-deep",
-                "cross-kernel-t-loopback-port", "forge-sandbox-failure"]
+SEAL_ATTACKS = [("sharded_step", name) for name in (
+    "net-host-listener", "net-interfaces", "proc-siblings", "detect-grading-deep", "cross-kernel-t-loopback-port",
+    "forge-sandbox-failure", "forge-reset-shadowed-builtins", "forge-reset-code-swapped", "forge-shell-method-patched")]
 
 
 def test_kernels_on_workers_are_sealed_like_local_ones(tmp_path, course, cluster, client_security):
-    """The attacks on the sealed kernel, graded on the TLS cluster: each ends exactly as stated (and as locally)."""
+    """The attacks on the sealed kernel and on the grader's reset, and those on program evidence, graded on the TLS
+    cluster: each ends exactly as stated (and as locally)."""
     from conftest import HOST_CONTACTS, host_listeners
 
     from grader.variants import parse, write_submission
 
-    attacks = ROOT / "tests" / "attacks" / "sharded_step"
-    scenarios = [parse(attacks / f"{name}.py") for name in SEAL_ATTACKS]
+    attacks = ROOT / "tests" / "attacks"
+    scenarios = [(assignment, parse(attacks / assignment / f"{name}.py")) for assignment, name in SEAL_ATTACKS]
     submitted = tmp_path / "submitted"
-    for scenario in scenarios:
-        write_submission(course, "sharded_step", scenario, submitted, scenario.name)
+    for assignment, scenario in scenarios:
+        write_submission(course, assignment, scenario, submitted, scenario.name)
     contacts_before = len(HOST_CONTACTS)
     with host_listeners():
         results = grade_all_on_cluster(submitted, course, Settings(out=tmp_path / "out"), cluster.scheduler_address,
                                        security=client_security)
     by_student = {r.student_id: r for r in results}
-    for scenario in scenarios:
+    for _, scenario in scenarios:
         result = by_student[scenario.name]
         assert result.status.value in scenario.expect_status.split(), (scenario.name, result.message)
         assert {t.grade_id for t in result.tests if not t.passed} == set(scenario.expect_fail), scenario.name
