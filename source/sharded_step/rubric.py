@@ -31,7 +31,6 @@ rubric = Rubric(names={
     "hidden.placed.loss": "the loss on an unseen batch",
     "hidden.placed.gradient": "the gradient on an unseen batch",
     "hidden.device_count": "the number of devices",
-    "hidden.compiled.all_gather": "the all-gathers of your compiled training step",
     "lesson.trajectory": "ten steps on the lesson batch",
     "hidden.trajectory": "ten steps on an unseen batch",
     "transfer.sharded": "transfer_step's sharded weights",
@@ -198,17 +197,15 @@ def _(e: Evidence):
                                                       "step that computes nothing earns nothing")
         _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key))
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
-    e.program_shardings("program.placed", outputs=[True, True, True])
+    run = e.program_shardings("program.placed", outputs=[True, True, True])
     # The batch stays split inside the step: the compiler all-reduces the partial sums. An all-gather in the compiled
     # step brings every row to every device (a constraint to replicated features, say): right values, no data
-    # parallelism. (Recorded by the kernel from the step's own compilation; a step it could not compile is judged
-    # by the checks above.)
-    if e.has("hidden.compiled.all_gather"):
-        gathers = e.get("hidden.compiled.all_gather").value
-        e.require(type(gathers) is not int or gathers == 0,
-                  "your jitted training step gathers the batch onto every device (its compiled program has an "
-                  "all-gather): keep the rows split, P('data', None), as in_shardings places them; each device works "
-                  "on its own rows and the compiler all-reduces the partial sums")
+    # parallelism. Read by the grader from the step it compiled (after partitioning) for its own inputs, never from
+    # anything the kernel reports.
+    e.require(run.compiled_collectives.get("all_gather", 0) == 0,
+              "your jitted training step gathers the batch onto every device (its compiled program has an "
+              "all-gather): keep the rows split, P('data', None), as in_shardings places them; each device works "
+              "on its own rows and the compiler all-reduces the partial sums")
 
 
 def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
