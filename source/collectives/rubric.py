@@ -304,15 +304,17 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
 
 NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: outside the per-device program there "
                   "should be nothing but the placement of inputs and results (a computation beside or around the "
-                  "shard_map is partitioned by the compiler, which adds collectives of its own, and a shard_map "
-                  "whose in_specs differ from the inputs' placement makes the compiler move the data first)")
+                  "shard_map is partitioned by the compiler, which adds collectives of its own, a shard_map whose "
+                  "in_specs differ from the inputs' placement makes the compiler move the data first, and a sharding "
+                  "constraint or out_shardings that re-places what the shard_map returns makes it move the result)")
 
 
 def one_region(e: Evidence, run, wanted: str, what: str) -> None:
     """The program computes in one shard_map region and communicates with ``wanted`` only: the collective the
     test is about does the work (a plain jit whose partitioner adds collectives, or a gather of everything
     followed by a local computation, is not the lesson's program, whatever values it returns)."""
-    e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map")
+    e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map, "
+                          "manual over the mesh axis the inputs are split on")
     e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
     e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
     for other, count in run.collectives.items():
