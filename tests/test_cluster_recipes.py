@@ -1,5 +1,6 @@
-"""The README's Slurm recipe, run for real: dask-jobqueue's ``SLURMCluster`` with the README's arguments and
-this deployment's certificates, its job scripts submitted to a local stand-in for ``sbatch``.
+"""The documented Slurm recipe (docs/how-to/grade-on-a-cluster.md, "Recipes"), run for real: dask-jobqueue's
+``SLURMCluster`` with the recipe's arguments and this deployment's certificates, its job scripts submitted to a
+local stand-in for ``sbatch``.
 
 Only the queue is replaced: ``sbatch`` here copies the job script that dask-jobqueue wrote and runs it with
 bash in the background (``#SBATCH`` lines are comments to bash), ``scancel`` kills that job's process group.
@@ -55,10 +56,10 @@ def local_queue(tmp_path, monkeypatch) -> Path:
     return jobs
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="workers seal kernels only as root, as the README's recipe requires")
-def test_the_readmes_slurm_recipe_grades_like_the_local_grader(tmp_path, course, local_queue):
+@pytest.mark.skipif(os.geteuid() != 0, reason="workers seal kernels only as root, as the documented recipe requires")
+def test_the_documented_slurm_recipe_grades_like_the_local_grader(tmp_path, course, local_queue):
     tls = make_certificates(tmp_path / "tls").folder
-    # The README's arguments; only host (loopback, for this machine) and dashboard (none) are added.
+    # The recipe's arguments (docs/how-to/grade-on-a-cluster.md); only host (loopback, for this machine) and dashboard (none) are added.
     with jobqueue.SLURMCluster(cores=1, processes=1, job_cpu=2, memory="2GiB", walltime="01:00:00",
                                python=sys.executable, protocol="tls://", security=deployment_security(tls),
                                scheduler_options={"host": "127.0.0.1", "dashboard_address": None},

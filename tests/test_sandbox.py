@@ -145,7 +145,7 @@ def test_environment_does_not_reveal_grading(tmp_path):
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root here; without root the grader "
-                                "confines time, memory, output and files only (README, security model)")
+                                "confines time, memory, output and files only (docs/explanation/security-model.md)")
 
 
 def _free_port() -> int:
