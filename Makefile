@@ -1,6 +1,7 @@
 # Two commands set up everything on a fresh machine (Python 3.11 + pip):
 #   make demo   build student notebooks, execute the instructor notebooks, grade the samples
 #   make test   run the test suite
+#   make docs   build the documentation and the lessons as a web site into site/ (no network needed)
 # Both create .venv/ first if it is missing or out of date.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -9,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 GRADING := .
 
-.PHONY: demo test lab instructor workspace generate figures samples grade clean-grading
+.PHONY: demo test docs lab instructor workspace generate figures samples grade clean-grading
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +27,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The site: docs/ and the three lessons rendered from notebooks/ with their figures (mkdocs.yml), into site/.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The learner's JupyterLab: rooted at workspace/ (git-ignored, copied once from notebooks/,
 # never regenerated), no formgrader, source/ and grading output out of reach.

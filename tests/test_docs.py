@@ -1,0 +1,267 @@
+"""The documentation site (``make docs``): it builds in strict mode with no network, every internal link and
+anchor resolves, nothing is loaded from outside the site, each lesson page shows its figures, and the README
+stays a short start that links only to docs pages that exist.
+
+The site is built once, in a temporary folder, exactly as ``make docs`` builds it (``mkdocs.yml``). As root the
+build runs in a network namespace of its own (``unshare --net``: only a loopback that is down), so a build step
+that fetches anything fails here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+LESSONS = ["sharded_step", "local_mean_diagnosis", "collectives"]
+README_MAX_LINES = 150
+
+
+class _Page(HTMLParser):
+    """The ids of one HTML page and every URL it refers to, with the tag and attribute that holds it."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str, str]] = []  # (tag, attribute, url)
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        for attribute in ("href", "src"):
+            if attrs.get(attribute) is not None:
+                self.refs.append((tag, attribute, attrs[attribute]))
+        if tag == "img" and attrs.get("src"):
+            self.images.append(attrs["src"])
+
+
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def _external(url: str) -> bool:
+    parts = urlsplit(url)
+    return bool(parts.scheme) or url.startswith("//")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The built site: (folder, seconds the build took, its output)."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+               "--site-dir", str(out)]
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        command = ["unshare", "--net", *command]  # no network at all during the build
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    seconds = time.monotonic() - started
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
+    return out, seconds, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def pages(site):
+    out, _, _ = site
+    return {path: _parse(path) for path in sorted(out.rglob("*.html"))}
+
+
+def test_site_builds_strict_without_network(site):
+    out, seconds, log = site
+    assert (out / "index.html").is_file()
+    assert "WARNING" not in log, log
+    print(f"site built in {seconds:.1f} s")
+
+
+def test_every_docs_page_and_lesson_is_built(site):
+    out, _, _ = site
+    for page in DOCS.rglob("*.md"):
+        built = out / page.relative_to(DOCS).with_suffix(".html")
+        assert built.is_file(), f"{page.relative_to(ROOT)} has no page in the site"
+    for lesson in LESSONS:
+        assert (out / "course" / f"{lesson}.html").is_file(), lesson
+
+
+def test_every_internal_link_and_anchor_resolves(site, pages):
+    out, _, _ = site
+    out = out.resolve()
+    broken = []
+    for path, page in pages.items():
+        for tag, attribute, url in page.refs:
+            if not url or _external(url):
+                continue
+            parts = urlsplit(url)
+            if not parts.path:
+                target = path
+            elif parts.path.startswith("/"):  # 404.html: from the site's root, as it is served at any depth
+                target = (out / unquote(parts.path).lstrip("/")).resolve()
+            else:
+                target = (path.parent / unquote(parts.path)).resolve()
+            where = f"{path.relative_to(out)}: <{tag} {attribute}={url!r}>"
+            if out not in target.parents and target != out:
+                broken.append(f"{where} leaves the site")
+            elif target.is_dir():
+                if not (target / "index.html").is_file():
+                    broken.append(f"{where}: a folder without index.html")
+            elif not target.is_file():
+                broken.append(f"{where}: no such file")
+            elif parts.fragment and target.suffix == ".html":
+                ids = _parse(target).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{where}: no element with id {parts.fragment!r}")
+    assert not broken, "\n".join(broken)
+
+
+def test_nothing_is_loaded_from_outside_the_site(pages, site):
+    """No CDN font, script, style sheet, image or frame: links (<a>) may point outside, nothing else may."""
+    out, _, _ = site
+    loaded = [f"{path.relative_to(out)}: <{tag} {attribute}={url!r}>"
+              for path, page in pages.items() for tag, attribute, url in page.refs
+              if tag != "a" and _external(url) and not url.startswith("data:")]
+    assert not loaded, "\n".join(loaded)
+    for css in out.rglob("*.css"):
+        imports = re.findall(r"@import\s+(?:url\()?['\"]?((?:https?:)?//[^'\")\s]+)", css.read_text(errors="replace"))
+        assert not imports, f"{css.relative_to(out)} imports {imports}"
+    # the lessons' math is typeset by the site's own MathJax copy
+    for lesson in LESSONS:
+        page = pages[out / "course" / f"{lesson}.html"]
+        mathjax = [url for tag, _, url in page.refs if tag == "script" and "MathJax.js" in url]
+        assert mathjax, f"{lesson}: no MathJax script"
+        assert (out / "course" / urlsplit(mathjax[0]).path).resolve().is_file()
+
+
+def _figures_drawn(lesson: str) -> list[str]:
+    notebook = json.loads((ROOT / "notebooks" / lesson / f"{lesson}.ipynb").read_text())
+    call = re.compile(r"""figures\.show\(\s*\w+\s*,\s*figures_dir\s*,\s*["']([\w.-]+\.svg)["']\s*\)""")
+    return [name for cell in notebook["cells"] if cell["cell_type"] == "code"
+            for name in call.findall("".join(cell["source"]))]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lesson_page_shows_its_figures(site, pages, lesson):
+    out, _, _ = site
+    path = out / "course" / f"{lesson}.html"
+    drawn = _figures_drawn(lesson)
+    assert drawn, f"{lesson} draws no figure: the figure-cell pattern no longer matches the notebook"
+    shown = []
+    for src in pages[path].images:
+        image = (path.parent / unquote(urlsplit(src).path)).resolve()
+        assert image.is_file() and image.stat().st_size > 1000, f"{lesson}: <img src={src!r}> is not in the build"
+        shown.append(image.name)
+    assert shown == drawn, f"{lesson}: the page shows {shown}, the notebook draws {drawn}"
+    for name in drawn:  # the very figure the course generated, byte for byte
+        assert (out / "course" / "figures" / name).read_bytes() == (ROOT / "figures" / name).read_bytes()
+    # the released student notebook (its scaffolds), not the instructor's solutions
+    assert "NotImplementedError" in path.read_text(encoding="utf-8")
+
+
+def test_every_course_figure_is_on_a_lesson_page():
+    drawn = {name for lesson in LESSONS for name in _figures_drawn(lesson)}
+    assert drawn == {path.name for path in (ROOT / "figures").glob("*.svg")}
+
+
+def _markdown_links(text: str) -> list[str]:
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def test_readme_is_short_and_links_only_to_docs_pages_that_exist(site):
+    out, _, _ = site
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; keep it a two-minute start " \
+                                           f"(at most {README_MAX_LINES}) and move the rest to docs/"
+    for command in ("make demo", "make test", "make docs"):
+        assert command in readme
+    links = [link for link in _markdown_links(readme) if not _external(link)]
+    assert links, "README.md links to no docs page"
+    for link in links:
+        target = urlsplit(link).path
+        assert target.startswith("docs/") and target.endswith(".md"), f"README.md links to {link}, not a docs page"
+        assert (ROOT / target).is_file(), f"README.md links to {link}, which does not exist"
+        assert (out / Path(target).relative_to("docs").with_suffix(".html")).is_file(), f"{link} is not in the site"
+    for section in ("tutorial", "how-to", "reference", "explanation"):
+        assert any(link.startswith(f"docs/{section}/") for link in links), f"README.md links to no {section} page"
+
+
+# Each section the README held before the docs existed, by a phrase of its text, and the page it moved to.
+MOVED = {
+    "how-to/generate-the-course.md": ["`source/{assignment}/{assignment}.ipynb` is the single truth",
+                                      "rebuilds the sample class in `samples/submitted/`",
+                                      "The demo class (`samples/`) has a roster"],
+    "tutorial/index.md": ["The **Validate** button in the notebook toolbar", "KernelRestartRequired",
+                          "`make lab` works in `workspace/` (git-ignored)"],
+    "how-to/accelerators-and-headless.md": ["Install the JAX build for the accelerator",
+                                            "name the failing cell by its grade id"],
+    "how-to/run-a-class.md": ["The course has its own exchange, `exchange/`"],
+    "how-to/hand-grading.md": ["`make instructor` opens formgrader on the course", "Math without a network",
+                               "`nbgrader export` writes `nbgrader_grades.csv`"],
+    "how-to/grade-submissions.md": ["A run that is killed can be started again", "`--gradebook sqlite:///gradebook.db`"],
+    "how-to/grade-on-a-cluster.md": ["sends each notebook's execution to a dask.distributed cluster",
+                                     "The cluster is authenticated with mutual TLS", "*Kubernetes* (dask-kubernetes",
+                                     "*Slurm* (dask-jobqueue", "Throughput to expect"],
+    "how-to/test-and-ci.md": ["`tests/test_browser.py` checks all of this in a real browser",
+                              "`.github/workflows/ci.yml` (GitHub Actions) runs `make test`"],
+    "reference/grading-output.md": ["`score`/`max_score` count autograded points only", "`invalid_folder`"],
+    "reference/commands.md": ["Papermill parameters of every notebook"],
+    "explanation/architecture.md": ["Test cells do not decide anything inside the learner's kernel",
+                                    "filled only for assignments with at least 16 submissions", "grader/sandbox/"],
+    "explanation/security-model.md": ["The learner controls arbitrary Python in the kernel", "What does not hold",
+                                      "*No network.*", "Faked checks", "Hard-coded answers", "Suspicious code",
+                                      "Records come only from the test cell's own execution"],
+    "explanation/benchmarks.md": ["`benchmarks/grading_throughput.py` grades a class of 30 submissions",
+                                  "`benchmarks/evidence_cost.py`"],
+}
+
+
+@pytest.mark.parametrize("page", sorted(MOVED))
+def test_moved_readme_sections_are_in_the_docs(page):
+    text = (DOCS / page).read_text(encoding="utf-8")
+    missing = [phrase for phrase in MOVED[page] if phrase not in text]
+    assert not missing, f"docs/{page} lost {missing}"
+
+
+def test_command_reference_names_every_option():
+    """docs/reference/commands.md documents every subcommand and option of ``python -m grader``."""
+    import argparse
+
+    from grader.cli import build_parser
+
+    reference = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, sub in subparsers.choices.items():
+        if f"### {name}" not in reference:
+            missing.append(f"the subcommand {name}")
+        for action in sub._actions:
+            longest = max(action.option_strings, key=len, default=None)
+            if longest and longest != "--help" and f"`{longest}" not in reference:
+                missing.append(f"{name} {longest}")
+    assert not missing, "docs/reference/commands.md lacks " + ", ".join(missing)
+
+
+def test_ci_builds_the_site_and_keeps_it_as_an_artifact():
+    import yaml
+
+    jobs = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())["jobs"]
+    steps = jobs["docs"]["steps"]
+    assert any(".ci/run docs" in step.get("run", "") for step in steps)
+    uploads = [step["with"]["path"] for step in steps if "upload-artifact" in step.get("uses", "")]
+    assert uploads == ["site/"]
+    assert "make docs" in (ROOT / ".ci" / "run").read_text()
