@@ -121,9 +121,17 @@ def copy_mathjax(site_dir: Path) -> None:
             shutil.copy2(source, dest)
 
 
-def on_post_build(config):
+def _remove_scratch() -> None:
     global _scratch
-    copy_mathjax(Path(config.site_dir))
     if _scratch is not None:
         shutil.rmtree(_scratch, ignore_errors=True)
         _scratch = None
+
+
+def on_post_build(config):
+    copy_mathjax(Path(config.site_dir))
+    _remove_scratch()
+
+
+def on_build_error(error):  # a failed build leaves no scratch folder either
+    _remove_scratch()
