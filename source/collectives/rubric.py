@@ -128,6 +128,40 @@ def contribution_mistakes(expected, p: int, mesh: int | None = None) -> list[Mis
     })
 
 
+def own_base(e: Evidence, own_key: str, reference, mesh: int | None = None):
+    """``(base, known)``: the sum of the learner's own local contributions when it is the reference times a factor
+    of a mistake the lesson names (``contribution_factors``: the local count is then known), else the reference."""
+    reference = np.asarray(reference, dtype=np.float64)
+    if e.has(own_key):
+        own = e.array(own_key, shape=reference.shape).astype(np.float64)
+        factor = float(np.dot(own, reference) / max(np.dot(reference, reference), 1e-300))
+        if np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6) and \
+                any(abs(factor - known) <= 1e-4 * max(1.0, abs(known)) for known in contribution_factors(mesh or e.num_devices)):
+            return own, True
+    return reference, False
+
+
+def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool) -> list[Mistake]:
+    """The mistakes of a collective program whose value should be ``base``: the learner's own summed local
+    contributions when ``own_known`` (their local count is then judged by the local-contribution test alone, so a
+    program k times that sum reduced twice), else the reference, where k times is either mistake."""
+    k = mesh or p
+    twice = (f"{k} times the sum of your own local contributions (which are right, or judged on their own): the "
+             f"reduction was applied twice: a psum of a value already summed over the {k} devices (psum twice, or "
+             "psum and psum_scatter both) multiplies it by the device count: combine the local contributions with "
+             "one collective") if own_known else (
+             f"{k} times the global gradient: either each device divided by its local row count n_local = N/{k} "
+             f"instead of N, or the reduction was applied twice (a psum of a value already summed over the {k} "
+             "devices)")
+    mistakes = [Mistake(m.value, twice) if np.allclose(m.value, k * np.asarray(base, dtype=np.float64)) and k != 1
+                else m for m in contribution_mistakes(base, p, mesh)]
+    if k > 1 and not own_known:
+        mistakes += scaled(base, {float(k * k): f"{k * k} times the global gradient: the normalization went wrong "
+                                                f"twice: each device divided by its local row count N/{k} and the "
+                                                "reduction was applied twice"})
+    return mistakes
+
+
 @rubric.test("test-local-contribution")
 def _(e: Evidence):
     p = e.num_devices
@@ -154,8 +188,9 @@ def _(e: Evidence):
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
     e.array("lesson.all_reduce", shape=(8,), jax=True)
+    base, known = own_base(e, "lesson.own_sum", g)
     program_close(e, "lesson.all_reduce", own_or_reference(e, "lesson.own_sum", g), e.name("lesson.all_reduce"),
-                  contribution_mistakes(g, p), rtol=1e-5, atol=1e-7)
+                  reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
     e.shard_shapes("lesson.all_reduce", (8,), devices=p)
     e.replicas_close("lesson.all_reduce", e.array("lesson.all_reduce"), rtol=1e-6, atol=1e-7,
                      against="the all-reduced value: the replicas disagree")
@@ -165,8 +200,9 @@ def _(e: Evidence):
         hx, hy, hw = data.random_regression(seed=90302 + size, rows=2 * size, cols=2 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, mesh=size)
         program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g), what,
-                      contribution_mistakes(g, p, mesh=size), rtol=1e-4, atol=1e-5)
+                      reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
         e.shard_shapes(key, g.shape, devices=size, what=what)
     program_gradient(e, "all_gradient", split_output=False)
 
@@ -177,8 +213,10 @@ def _(e: Evidence):
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
     e.array("lesson.reduce_scatter", shape=(8,), jax=True)
+    base, known = own_base(e, "lesson.own_sum", g)
     portions_close(e, "lesson.reduce_scatter", g, p, what=e.name("lesson.reduce_scatter"),
-                   candidates=own_or_reference(e, "lesson.own_sum", g), mistakes=contribution_mistakes(g, p))
+                   candidates=own_or_reference(e, "lesson.own_sum", g),
+                   mistakes=reduction_mistakes(base, p, own_known=known))
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
@@ -186,9 +224,10 @@ def _(e: Evidence):
         hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, mesh=size)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
                        candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g),
-                       mistakes=contribution_mistakes(g, p, mesh=size))
+                       mistakes=reduction_mistakes(base, p, mesh=size, own_known=known))
     program_gradient(e, "shard_gradient", split_output=True)
 
 
@@ -286,6 +325,13 @@ def own_factor(e: Evidence) -> float:
     return known[0] if known else 1.0
 
 
+def own_factor_known(e: Evidence) -> bool:
+    """Whether the learner's own summed contributions (batch of seed 90307) are a factor ``own_factor`` names."""
+    p = e.num_devices
+    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
+    return own_base(e, "program.own_sum", gradient(ex, ey, ew))[1]
+
+
 def program_gradient(e: Evidence, name: str, *, split_output: bool):
     """The program itself, run by the grader on a batch it drew: the sum of the learner's own local
     contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
@@ -295,7 +341,7 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
     x, y, w = run.inputs
     expected = own_factor(e) * gradient(x, y, w)
     e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
-                    mistakes=contribution_mistakes(expected, e.num_devices))
+                    mistakes=reduction_mistakes(expected, e.num_devices, own_known=own_factor_known(e)))
     if split_output:
         n, p = len(y), e.num_devices
         e.require(all(shape == (n // p,) for shape in run.outputs[0].shard_shapes),

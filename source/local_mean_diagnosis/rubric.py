@@ -340,11 +340,13 @@ def _(e: Evidence):
         reference = masked_mean(losses, mask)
         mistakes = masked_mistakes(losses, mask, devices) + scaled(reference, {
             devices / 4: f"scaled by {devices}/4 on a mesh of {devices} device(s): the program assumes four devices"})
-        mixed_up = {  # psum and pmean mixed up: one of the two partials averaged, not summed
-            1 / devices: f"{devices} times too small: the local sums were averaged (pmean) but the counts summed "
-                         "(psum): psum both, then divide once",
-            float(devices): f"{devices} times too large: the local counts were averaged (pmean) but the sums "
-                            "summed (psum): psum both, then divide once"}
+        mixed_up = {  # one of the two partials reduced once less or once more than the other (the same values)
+            1 / devices: f"{devices} times too small: the counts were reduced {devices} times more than the sums: "
+                         "either the local sums were averaged (pmean) but the counts summed (psum), or the counts "
+                         "were reduced twice (a psum of an already summed count): psum each once, then divide once",
+            float(devices): f"{devices} times too large: the sums were reduced {devices} times more than the counts: "
+                            "either the local counts were averaged (pmean) but the sums summed (psum), or the sums "
+                            "were reduced twice (a psum of an already summed sum): psum each once, then divide once"}
         # where a factor is also the four-device one (a mesh of 2), that diagnosis stays the only one
         mistakes += scaled(reference, {f: says for f, says in mixed_up.items() if not np.isclose(f, devices / 4)})
         actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
