@@ -353,6 +353,41 @@ class Rubric:
         return True, "passed"
 
 
+def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, arguments: list[str]) -> None:
+    """Wrap the judge of ``grade_id``: ``function`` must also leave its arguments as they were.
+
+    The test cell records under ``key`` one flag per argument (``coursekit.checks.call_keeping_inputs``: 1 kept,
+    0 changed) from a call on fresh data. A function that writes into the caller's array is charged here, at its own
+    test, by name, not at whichever later test first used the damaged array. Values are judged first: a function
+    that is wrong and also writes into its input is told about its values, then about the argument it changed.
+    """
+    judge = rubric.judges[grade_id]
+
+    def changed(e: Evidence) -> str | None:
+        kept = e.array(key, shape=(len(arguments),), float_dtype=False,
+                       what=f"whether {function} left its arguments unchanged")
+        argument = next((name for name, flag in zip(arguments, kept.tolist()) if flag != 1), None)
+        return argument and (f"{function} changed its argument {argument}: it writes into the caller's data (an "
+                             "assignment into the argument, an in-place operation such as +=, .sort() or a NaN "
+                             "fill), so every later cell that uses that array sees the changed values: compute on "
+                             "a copy, or with expressions that return new arrays (np.where, a * mask)")
+
+    def judge_then_inputs(e: Evidence) -> None:
+        try:
+            judge(e)
+        except Mismatch as failure:  # the values are wrong; when the function also wrote into its input, say so
+            try:
+                said = changed(e) if e.has(key) else None
+            except Mismatch:  # an unusable record: the values' message stands alone
+                said = None
+            raise Mismatch(f"{failure}; also, {said}" if said else str(failure)) from None
+        said = changed(e)
+        if said:
+            raise Mismatch(said)
+
+    rubric.judges[grade_id] = judge_then_inputs
+
+
 def load_rubric(path: Path) -> Rubric:
     """Import ``rubric.py`` from an assignment folder (trusted instructor code)."""
     name = f"_course_rubric_{path.parent.name}"

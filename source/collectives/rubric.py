@@ -14,8 +14,9 @@ test only). Hidden runs use sub-meshes of the kernel's devices
 import numpy as np
 
 from coursekit import data
+from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mismatch, Mistake, Rubric, scaled
+from grader.judge import Evidence, Mismatch, Mistake, Rubric, keeps_inputs, scaled
 from grader.programs import Input, Program
 
 rubric = Rubric(names={
@@ -516,6 +517,11 @@ def _momentum_program(e: Evidence, rate: float, beta: float):
     """momentum_step itself, exported by the kernel and run by the grader on state it drew: a step computed on
     the host (np.asarray of the state) cannot be exported, and the program's results must stay split."""
     key, what = "program.momentum", "momentum_step, run by the grader on state it drew"
+    e.require(not e.has("momentum.traceable") or e.number("momentum.traceable") != CONCRETE_ATTRIBUTE,
+              f"{what}: JAX could not trace it: momentum_step must be traceable under jax.jit (the grader exports "
+              "it with jax.export), and weights.sharding is not available on a traced value (an attribute only "
+              "placed arrays have, like .addressable_shards): take the placement from the notebook's mesh and "
+              "split (jax.typeof(weights) gives a traced value's shape and dtype)")
     run = e.program_shardings(key, outputs=[False, False], what=what)
     w, v, g = (value.astype(np.float64) for value in run.inputs)
     new_v = beta * v + g
@@ -528,6 +534,20 @@ def _momentum_program(e: Evidence, rate: float, beta: float):
     portion = len(w) // e.num_devices
     for output in run.outputs:
         e.require(all(shape == (portion,) for shape in output.shard_shapes), f"{what}: {PARTITIONED}")
+
+
+HOST_ROUND_TRIP = ("momentum_step moves the partitioned state through the host: on every call it copies the "
+                   "weights, momentum or gradient to host memory (jax.device_get, np.asarray, printing them) or places "
+                   "NumPy results back with jax.device_put, so the whole state is gathered in one place, which the "
+                   "partitioned update exists to avoid (the exported program cannot show it: under jax.jit "
+                   "device_get hands back its traced arguments): compute the update with JAX operations on the "
+                   "devices, each device on its own slices")
+
+
+def _momentum_on_devices(e: Evidence):
+    """The call itself, watched in the kernel (coursekit.checks.host_round_trip): what tracing hides."""
+    e.require(e.number("momentum.host_round_trip", what="the host transfers of momentum_step") == NO_HOST_COPY,
+              HOST_ROUND_TRIP)
 
 
 @rubric.test("test-momentum")
@@ -543,6 +563,7 @@ def _(e: Evidence):
         _, hg, _ = data.random_regression(seed=90326 + size, rows=3 * size, cols=2)
         _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),
                   hg.astype(np.float64), 0.05, 0.8, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
+    _momentum_on_devices(e)
     _momentum_program(e, 0.05, 0.8)
 
 
@@ -657,3 +678,12 @@ def _(e: Evidence):
         1: "a reduce-scatter followed by a gather of the full vector moves as many bytes as the all-reduce",
         3: "an unchanged global shape says nothing about communication",
     })
+
+
+# Each function the tests call with the caller's arrays is charged at its own test if it writes into them.
+for _grade_id, _function, _arguments in [
+    ("test-local-contribution", "local_contribution", ["features", "labels", "weights", "global_count"]),
+    ("test-make-it-yours", "reversal_experiment", ["features", "labels", "weights"]),
+    ("test-budget", "transfer_budget", ["gradient_bytes", "rank_counts"]),
+]:
+    keeps_inputs(rubric, _grade_id, f"inputs.{_function}", _function, _arguments)

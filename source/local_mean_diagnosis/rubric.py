@@ -11,8 +11,9 @@ is named in the message.
 import numpy as np
 
 from coursekit import data
+from coursekit.checks import NO_HOST_COPY
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mistake, Rubric, scaled
+from grader.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
 from grader.programs import Input, Program
 
 rubric = Rubric(names={
@@ -308,6 +309,14 @@ def _(e: Evidence):
                                                                   "the positions where mask is True")])
 
 
+# Watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back its traced arguments,
+# so a function that copies the batch to the host and places it back exports as the psum program.
+HOST_ROUND_TRIP = ("your sharded masked mean moves the placed batch through the host: on every call it copies the "
+                   "losses or the mask to host memory (jax.device_get, np.asarray, printing them) or places NumPy "
+                   "arrays back with jax.device_put, so the whole batch is gathered in one place: each device should "
+                   "reduce its own block inside the shard_map program, and only the sums and counts cross devices")
+
+
 @rubric.programs("test-shard-map")
 def _(p: int):
     return [Program("program.masked_mean", p, (Input((2 * p, 8), ("data", None)), Input((2 * p, 8), ("data", None), "bool")))]
@@ -353,6 +362,8 @@ def _(e: Evidence):
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
+    e.require(e.number("hidden.host_round_trip", what="the host transfers of your sharded masked mean") == NO_HOST_COPY,
+              HOST_ROUND_TRIP)
     # The program itself, exported by the kernel and run by the grader on tokens it drew.
     what = "your sharded masked mean, run by the grader on tokens it drew"
     run = e.program_shardings("program.masked_mean", outputs=[True], what=what)
@@ -369,3 +380,16 @@ def _(e: Evidence):
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
                     mistakes=masked_mistakes(losses, mask, p))
+
+
+# Each function the tests call with the caller's arrays is charged at its own test if it writes into them.
+for _grade_id, _function, _arguments in [
+    ("test-two-averages", "two_averages", ["shards"]),
+    ("test-local-gradients", "local_mean_gradients", ["x", "y", "w", "sizes"]),
+    ("test-equal-shards", "equal_shard_gradient", ["local_gradients"]),
+    ("test-unequal-shards", "weighted_gradient", ["local_gradients", "sizes"]),
+    ("test-masked-mean", "masked_token_mean", ["token_losses", "mask"]),
+    ("test-shard-statistics", "shard_statistics", ["token_losses", "mask", "num_shards"]),
+    ("test-combine", "combine_partials", ["sums", "counts"]),
+]:
+    keeps_inputs(rubric, _grade_id, f"inputs.{_function}", _function, _arguments)

@@ -11,8 +11,9 @@ other sizes than the notebook's.
 import numpy as np
 
 from coursekit import data
+from coursekit.checks import NO_HOST_COPY
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes
+from grader.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
 from grader.programs import Input, Program
 
 rubric = Rubric(names={
@@ -184,6 +185,17 @@ def _replicated(e: Evidence, key: str, shape, p: int):
     e.replicas_close(key, own, rtol=1e-6, atol=1e-7, against="the array's own value: the replicas disagree")
 
 
+def _step_on_devices(e: Evidence):
+    """The call itself, watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back
+    its traced arguments, so a step that copies the batch to the host and places NumPy results back exports as a
+    device program; only the call shows the copies."""
+    e.require(e.number("hidden.host_round_trip", what="the host transfers of your training step") == NO_HOST_COPY,
+              "your training step moves its inputs through the host: on every call it copies the weights or the "
+              "placed batch to host memory (jax.device_get, np.asarray, printing them) or places NumPy results back "
+              "with jax.device_put, so every row is gathered in one place: compute the loss and gradient with JAX "
+              "operations inside the jitted step, where each device works on its own rows")
+
+
 @rubric.test("test-placement")
 def _(e: Evidence):
     p = e.num_devices
@@ -197,6 +209,7 @@ def _(e: Evidence):
                                                       "step that computes nothing earns nothing")
         _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key))
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
+    _step_on_devices(e)
     run = e.program_shardings("program.placed", outputs=[True, True, True])
     # The batch stays split inside the step: the compiler all-reduces the partial sums. An all-gather in the compiled
     # step brings every row to every device (a constraint to replicated features, say): right values, no data
@@ -328,3 +341,7 @@ def _(e: Evidence):
         1: "summing four local means gives four times the global mean gradient",
         3: "one device's gradient is a local quantity; it does not follow the global loss",
     })
+
+
+# A function the tests call with the caller's arrays is charged at its own test if it writes into them.
+keeps_inputs(rubric, "test-transfer", "inputs.transfer_step", "transfer_step", ["true_weights", "start", "learning_rate"])

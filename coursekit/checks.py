@@ -1,0 +1,117 @@
+"""What a learner's function did while a hidden test called it, as numbers a test cell records.
+
+The grader judges programs from what ``jax.export`` captured (``coursekit.programs``), but some mistakes leave
+no trace in the exported program, because tracing hides them: under ``jax.jit`` ``jax.device_get`` hands back
+the tracers it was given, so a step that copies its state to the host, updates it in NumPy and places it back
+exports as a device-side update. And a function may change the caller's NumPy arrays. These helpers watch one
+call and return plain numbers; nothing here decides a grade (the rubric reads the numbers in the grader).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+#: ``host_round_trip``'s answers
+NO_HOST_COPY, STATE_TO_HOST, HOST_TO_STATE = 0, 1, 2
+
+_DISALLOWED = re.compile(r"Disallowed (host-to-device|device-to-host) transfer: .*?aval=ShapedArray\((\w+)\[([^\]]*)\]")
+
+
+def host_round_trip(fn, *arrays, **kwargs) -> int:
+    """Whether ``fn(*arrays, **kwargs)`` moved the placed ``arrays`` through the host.
+
+    ``STATE_TO_HOST`` when the whole of one of ``arrays`` was copied to host memory (``jax.device_get``,
+    ``np.asarray``, ``.tolist()``, printing it: JAX keeps that copy on the array, and on accelerators the
+    device-to-host transfer guard stops it), ``HOST_TO_STATE`` when a host array with at least one axis was
+    placed on the devices (``jax.device_put`` or ``jnp.asarray`` of a NumPy result: JAX's host-to-device
+    transfer guard stops it), else ``NO_HOST_COPY``. Python numbers sent to the devices (a learning rate
+    passed to a jitted function, ``beta * v``) are not state and do not count. On the CPU backend JAX reads
+    device memory without a transfer, so the device-to-host guard never fires there: the copy JAX keeps
+    is what shows it.
+
+    The call runs under both guards at "disallow_explicit"; whatever else ``fn`` raises is left to the tests
+    that judge its values (the answer is then ``NO_HOST_COPY`` unless a copy was already seen).
+    """
+    import jax
+
+    placed = [a for a in arrays if isinstance(a, jax.Array)]
+    try:
+        with jax.transfer_guard_host_to_device("disallow_explicit"), \
+                jax.transfer_guard_device_to_host("disallow_explicit"):
+            fn(*arrays, **kwargs)
+    except Exception as error:  # noqa: BLE001 - only the guards' own errors are read
+        found = _DISALLOWED.search(str(error)) if isinstance(error, jax.errors.JaxRuntimeError) else None
+        if found and found.group(1) == "device-to-host":
+            return STATE_TO_HOST
+        if found and found.group(3).strip():
+            return HOST_TO_STATE
+    if any(getattr(a, "_npy_value", None) is not None for a in placed):
+        return STATE_TO_HOST
+    return NO_HOST_COPY
+
+
+#: ``trace_problem``'s answers
+TRACEABLE, CONCRETE_ATTRIBUTE, NUMPY_ON_TRACER, PYTHON_CONTROL_FLOW, OTHER_PROBLEM = 0, 1, 2, 3, 4
+
+
+def trace_problem(fn, *args) -> int:
+    """Why ``jax.jit(fn)`` cannot trace for the shapes, dtypes and shardings of ``args`` (``TRACEABLE`` if it can).
+
+    ``CONCRETE_ATTRIBUTE``: the function read an attribute only a placed array has (``weights.sharding``,
+    ``.addressable_shards``, ``.devices()``) from a traced value; ``NUMPY_ON_TRACER``: NumPy on a traced value;
+    ``PYTHON_CONTROL_FLOW``: ``if``, ``float()`` or ``int()`` of a traced value; ``OTHER_PROBLEM``: anything else.
+    """
+    import jax
+
+    try:
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
+        jax.jit(fn).trace(*specs)
+    except jax.errors.TracerArrayConversionError:
+        return NUMPY_ON_TRACER
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError):
+        return PYTHON_CONTROL_FLOW
+    except AttributeError as error:
+        text = str(error)
+        return CONCRETE_ATTRIBUTE if "traced array" in text or "Tracer" in text else OTHER_PROBLEM
+    except Exception:  # noqa: BLE001
+        return OTHER_PROBLEM
+    return TRACEABLE
+
+
+def _snapshot(value):
+    """A copy of the caller's mutable data: a NumPy array, or a list of them (``None`` for anything else)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [_snapshot(item) if isinstance(item, (np.ndarray, list)) else ("item", item) for item in value]
+    return None
+
+
+def unchanged(before, after) -> int:
+    """1 when ``after`` (an argument after the call) still equals ``before`` (its ``_snapshot`` from before the
+    call), NaN included, else 0; arguments that are neither NumPy arrays nor lists count as unchanged."""
+    if before is None:
+        return 1
+    if isinstance(before, np.ndarray):
+        return int(isinstance(after, np.ndarray) and before.shape == after.shape and before.dtype == after.dtype
+                   and bool(np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")))
+    if not isinstance(after, list) or len(after) != len(before):
+        return 0
+    for was, now in zip(before, after):
+        if isinstance(was, tuple):  # a plain item: the same object must still be there
+            if now is not was[1]:
+                return 0
+        elif not unchanged(was, now):
+            return 0
+    return 1
+
+
+def call_keeping_inputs(fn, *args):
+    """``(result, kept)``: ``fn(*args)`` and, for each argument, 1 if the call left it as it was, else 0
+    (``unchanged``; NumPy arrays and lists of them are compared), so a test can record whether a function wrote
+    into the caller's data."""
+    copies = [_snapshot(a) for a in args]
+    result = fn(*args)
+    return result, np.asarray([unchanged(c, a) for c, a in zip(copies, args)], dtype=np.int64)
