@@ -33,7 +33,7 @@ What the reset resolves, and how:
   a cell through (methods replaced on the class), the shell's ``__class__``,
   instance attributes that shadow a method, the event manager, transformer
   lists and display objects themselves, the display formatters and their printers,
-  the recorder and the program exporter.
+  the recorder, the program exporter and the course's checks (``coursekit.checks``).
 
 What holds only inside the kernel: the kernel process is the learner's. Code
 that rewrites ipykernel's own handling of the grader's request before the reset
@@ -53,6 +53,7 @@ def _snapshot():
     import types
     import IPython.core.display_functions as functions
     import IPython.display as display
+    import coursekit.checks as checks
     import coursekit.programs as exporter
     import coursekit.record as recorder
     shell = get_ipython()
@@ -95,8 +96,9 @@ def _snapshot():
         # 4: display functions and hooks
         (display, functions, sys, display.display, functions.display, functions.publish_display_data,
          type(shell.display_pub).publish, sys.displayhook),
-        # 5: the recorder and the program exporter
-        ((recorder, tuple(vars(recorder).items())), (exporter, tuple(vars(exporter).items())), types.ModuleType),
+        # 5: the recorder, the program exporter and the checks the hidden tests call (host transfers, inputs kept)
+        ((recorder, tuple(vars(recorder).items())), (exporter, tuple(vars(exporter).items())),
+         (checks, tuple(vars(checks).items())), types.ModuleType),
         # 6: the display formatters and their printers
         formatters(shell.display_formatter),
     )
@@ -143,8 +145,8 @@ def _snapshot():
         setattr_(manager, "line_transforms", list_(line))
         setattr_(manager, "token_transformers", list_(token))
         display, functions, sys, show, show_function, publish_data, publish, sys_displayhook = state[4]
-        (recorder, recorder_items), (exporter, exporter_items), module_type = state[5]
-        for module in (display, functions, sys, recorder, exporter):
+        (recorder, recorder_items), (exporter, exporter_items), (checks, checks_items), module_type = state[5]
+        for module in (display, functions, sys, recorder, exporter, checks):
             setattr_(module, "__class__", module_type)
         setattr_(display, "display", show)
         setattr_(functions, "display", show_function)
@@ -156,6 +158,7 @@ def _snapshot():
         shell.displayhook = displayhook
         update(vars_(recorder), dict_(recorder_items))
         update(vars_(exporter), dict_(exporter_items))
+        update(vars_(checks), dict_(checks_items))
         shell.user_ns["record"] = vars_(recorder)["record"]
         display_formatter, formatters_, ipython_display, mimebundle, kept = state[6]
         shell.display_formatter = display_formatter
