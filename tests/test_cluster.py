@@ -454,6 +454,11 @@ def test_a_worker_that_cannot_seal_kernels_runs_nothing(monkeypatch):
 SEAL_ATTACKS = [("sharded_step", name) for name in (
     "net-host-listener", "net-interfaces", "proc-siblings", "detect-grading-deep", "cross-kernel-t-loopback-port",
     "forge-sandbox-failure", "forge-reset-shadowed-builtins", "forge-reset-code-swapped", "forge-shell-method-patched")]
+# program evidence read from the parsed and the compiled program (the runner on the worker), never from text
+SEAL_ATTACKS += [("collectives", "gather-copy-then-constraint-named"),
+                 ("collectives", "global-programs-in-region-manual-over-no-axis"),
+                 ("local_mean_diagnosis", "global-mean-in-region-manual-over-no-axis"),
+                 ("sharded_step", "forge-compiled-step-text")]
 
 
 def test_kernels_on_workers_are_sealed_like_local_ones(tmp_path, course, cluster, client_security):
