@@ -23,8 +23,9 @@ from .layout import Course
 
 WORKSPACE = "workspace"
 LEARNER_CONFIG = Path("lab") / "learner"
+INSTRUCTOR_CONFIG = Path("lab") / "instructor"
 # What a learner never needs from the release folder.
-_SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "rubric.py")
+_SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "rubric*.py")
 
 
 EXCHANGE = "exchange"
@@ -117,4 +118,6 @@ def instructor_lab(course: Course, extra: list[str] = ()) -> tuple[list[str], di
     register_assignments(course)
     argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={course.root}",
             "--LabApp.default_url=/formgrader", *_root_flag(), *extra]
-    return argv, _jupyter_env(None), course.root
+    # lab/instructor/jupyter_server_config.py: formgrader's pages escape what they print, and the server sends a
+    # Content-Security-Policy (grader/formgrader_guard.py)
+    return argv, _jupyter_env(course.root / INSTRUCTOR_CONFIG), course.root
