@@ -16,7 +16,7 @@ c.CourseDirectory.feedback_directory = "feedback"
 # folder all of them can reach, as nbgrader's docs describe.
 c.Exchange.root = os.path.join(c.CourseDirectory.root, "exchange")
 # The rubric holds the grader's references; it never reaches students.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "figures", "rubric.py"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "figures", "rubric*.py"]
 
 import warnings  # noqa: E402
 

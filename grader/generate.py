@@ -37,8 +37,8 @@ def generate(course: Course, assignments: list[str] | None = None, release: Path
             # nbgrader runs `alembic` from PATH to set up its database.
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
             subprocess.run(command, cwd=course.root, check=True, env=env)
-            if (release / assignment / "rubric.py").exists():
-                raise RuntimeError("nbgrader copied rubric.py into the release; check nbgrader_config.py")
+            if list((release / assignment).glob("rubric*.py")):
+                raise RuntimeError("nbgrader copied a rubric into the release; check nbgrader_config.py")
             path = release / assignment / f"{assignment}.ipynb"
             _normalize(path)
             written.append(path)

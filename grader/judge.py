@@ -17,6 +17,7 @@ import importlib.util
 import math
 import re
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -389,14 +390,26 @@ def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, argumen
 
 
 def load_rubric(path: Path) -> Rubric:
-    """Import ``rubric.py`` from an assignment folder (trusted instructor code)."""
-    name = f"_course_rubric_{path.parent.name}"
+    """Import ``rubric.py`` from an assignment folder (trusted instructor code).
+
+    The folder is imported as a package of its own (``_course_rubric_<assignment>``), so a rubric may keep groups of
+    tests in sibling modules (``rubric_<group>.py``, imported by ``rubric.py`` with ``from . import rubric_<group>``);
+    nbgrader and the learner's workspace leave every ``rubric*.py`` out."""
+    package = f"_course_rubric_{path.parent.name}"
+    name = f"{package}.rubric"
     if name in sys.modules:
         return sys.modules[name].rubric
+    folder = types.ModuleType(package)
+    folder.__path__ = [str(path.parent)]
+    sys.modules[package] = folder
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     rubric = getattr(module, "rubric", None)
     if not isinstance(rubric, Rubric):
         raise TypeError(f"{path} must define `rubric = Rubric()`")

@@ -63,7 +63,7 @@ def test_regenerating_the_course_keeps_the_learners_workspace(tmp_path):
     assert (mine / "sharded_step.ipynb").read_text() == work
     assert (mine / ".ipynb_checkpoints" / "sharded_step-checkpoint.ipynb").read_text() == work
     assert (mine / "figures" / "loss.svg").read_text() == "<svg/>"
-    assert not (mine / "rubric.py").exists() and not list(mine.rglob("*solution*"))
+    assert not list(mine.glob("rubric*.py")) and not list(mine.rglob("*solution*"))
 
 
 def test_workspace_is_ignored_by_git_and_seeded_without_rubrics():
@@ -407,7 +407,7 @@ def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path
     _nbgrader(workspace, learner, "fetch_assignment", "sharded_step")
     fetched = workspace / "sharded_step" / "sharded_step.ipynb"
     assert nbformat.read(fetched, as_version=4).cells  # the student notebook, not the source
-    assert "BEGIN SOLUTION" not in fetched.read_text() and not (workspace / "sharded_step" / "rubric.py").exists()
+    assert "BEGIN SOLUTION" not in fetched.read_text() and not list((workspace / "sharded_step").glob("rubric*.py"))
     # the learner solves it (the instructor's solution, as the sample learner 'ada' did) and submits
     shutil.copy2(ROOT / "samples" / "submitted" / "ada" / "sharded_step" / "sharded_step.ipynb", fetched)
     _nbgrader(workspace, learner, "submit", "sharded_step")

@@ -1,0 +1,156 @@
+"""collectives' measurement tests: the timer (judged on how it measured a probe of known duration, never on speed),
+the ring payload and the transfer budget, against the ring formulas computed here."""
+import numpy as np
+
+from grader.judge import Evidence, Mismatch, Mistake
+
+from .rubric import rubric  # noqa: E402
+
+
+PROBES = [("timing.probe", 7, 8000.0), ("timing.short", 3, 2000.0)]  # key, repeats, microseconds per call
+CALL_SHARE = 0.3  # the probe's call itself takes this share of the time to return; its result is ready the rest later
+WARM_UP = 20.0  # the probe's first call (the warm-up, like a compilation) takes this many delays more
+
+
+def _timer_mistake(samples: dict) -> str | None:
+    """Which timer mistake the probes' samples show, if any ({delay in microseconds: samples})."""
+    # Completed calls of a real clock never take the same time to the nanosecond: equal samples were not each
+    # timed on their own (one average over the loop, or one measurement, repeated as every sample).
+    if all(len(s) > 1 and np.unique(s).size == 1 for s in samples.values()):
+        return ("the samples are all the same: each sample must time one call on its own (start the clock, call, "
+                "block_until_ready(), stop it), not repeat one average of the whole loop")
+    long_delay = max(samples)
+    longest = samples[long_delay]
+    if np.all(np.diff(longest) > 0) and np.all(longest >= 0.95 * long_delay * np.arange(1, len(longest) + 1)):
+        return ("the samples add up: each one includes the calls before it (a cumulative time); restart the "
+                "clock for every sample")
+    for scale, unit, fix in [(1e-6, "seconds", "multiply by 1e6"), (1e-3, "milliseconds", "multiply by 1000"),
+                             (1e3, "nanoseconds", "divide perf_counter_ns() differences by 1000")]:
+        # A unit scales with the call's duration; a clock stopped too early does not. The probes' delays differ
+        # 4x, so a window narrower than 4x never holds one duration for both; 3x leaves room for a loaded
+        # machine's late wake-ups (up to twice the delay on top of it).
+        if all(0.9 * scale <= np.median(s) / delay <= 3.0 * scale for delay, s in samples.items()):
+            return f"the samples are in {unit}, not microseconds: {fix}"
+    if all(np.max(s) >= (1 + WARM_UP / 2) * delay for delay, s in samples.items()):
+        return ("a sample includes the warm-up call (its compilation): make one untimed warm-up call, then time "
+                "repeats further calls")
+    # Only the wait for the result was timed: the clock started after the call had returned, so a call that takes
+    # time itself (tracing, dispatch, the probe's first share) is left out of every sample.
+    if all(np.all(s >= 0.95 * (1 - CALL_SHARE) * delay) and np.median(s) < 0.95 * delay for delay, s in samples.items()):
+        return ("each sample leaves out the call itself: the clock started only after fn(*args) had returned; start "
+                "the clock before the call and stop it after block_until_ready()")
+    return None
+
+
+def _probe_log(e: Evidence, key: str, repeats: int):
+    log = e.text(f"{key}.log", what="the calls completed_samples made").split()
+    e.require("call-with-wrong-arguments" not in log,
+              "completed_samples should call fn with the arguments it was given")
+    e.require(log[:2] == ["call", "ready"],
+              "completed_samples should start with one warm-up call and wait for its result")
+    e.require(log == ["call", "ready"] * (repeats + 1),
+              f"with repeats={repeats}, expected one waited warm-up and {repeats} waited calls")
+    return e.array(f"{key}.samples", shape=(repeats,), what="the samples completed_samples returned")
+
+
+@rubric.test("test-timing")
+def _(e: Evidence):
+    e.equal("timing.sample_count", 7)
+    samples = {delay: _probe_log(e, key, repeats) for key, repeats, delay in PROBES}
+    mistake = _timer_mistake(samples)
+    if mistake:
+        raise Mismatch(f"completed_samples on a call whose result is ready a known time after it returns: {mistake}")
+    for delay, values in samples.items():
+        where = "completed_samples on a call whose result is ready a known time after it returns"
+        e.require(bool(np.all(values >= 0.95 * delay)),
+                  f"{where}: a sample ended before the result was ready (or is not in microseconds): stop the "
+                  "clock after block_until_ready()")
+        e.require(float(np.max(values)) <= 50 * delay and (len(values) < 7 or np.median(values) <= 1.5 * delay + 2000),
+                  f"{where}: the samples are far longer than one call: time each call on its own, in microseconds")
+
+
+def ring(size, ranks):
+    scatter = (ranks - 1) / ranks * size
+    return scatter, 2 * scatter
+
+
+FLOOR = ("integer (floor) division: // drops the remainder whenever p does not divide G; a byte count here is a "
+         "real number, so divide with /")
+
+
+def _payload_mistakes(cases, shape) -> list[Mistake]:
+    def table(rule):
+        return np.reshape([rule(size, ranks) for size, ranks in cases], shape)
+
+    return [
+        Mistake(table(lambda g, p: (ring(g, p)[0], ring(g, p)[0])), "the all-reduce payload lacks the factor 2: "
+                "it counts only the reduce-scatter phase; B_AR = B_RS + B_AG"),
+        Mistake(table(lambda g, p: (p / (p - 1) * g if p > 1 else np.nan, 2 * p / (p - 1) * g if p > 1 else np.nan)),
+                "the fraction is inverted: (p - 1)/p of G passes through each rank, not p/(p - 1)"),
+        Mistake(table(lambda g, p: (g / p, 2 * g / p)), "G/p is what a rank keeps (storage), not what passes "
+                "through it: B_RS = (p - 1)/p G"),
+        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * ((p - 1) * g // p))), FLOOR),
+        Mistake(table(lambda g, p: (ring(g, p)[1], ring(g, p)[0])), "the two payloads are swapped: return "
+                "(reduce_scatter_bytes, all_reduce_bytes), B_RS first"),
+        Mistake(table(lambda g, p: tuple(np.round(ring(g, p)))), "the payloads were rounded to whole bytes: the "
+                "model's byte counts are real numbers, (p - 1)/p G need not be whole"),
+        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * (p - 1) * g // p)), FLOOR),
+    ]
+
+
+@rubric.test("test-payload")
+def _(e: Evidence):
+    e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
+    cases = [(32, e.num_devices), (1000, 5), (4096, 2), (96, 3), (48, 16), (40, 1), (10, 4), (1000, 3)]
+    e.close("payload.hidden", [ring(size, ranks) for size, ranks in cases], rtol=1e-9, atol=1e-9,
+            mistakes=_payload_mistakes(cases, (len(cases), 2)))
+
+
+def budget(size, rank_counts):
+    return [[p, ring(size, p)[1], 2 * ring(size, p)[0], size / p] for p in rank_counts]
+
+
+def _budget_mistakes(size, rank_counts) -> list[Mistake]:
+    right = np.asarray(budget(size, rank_counts), dtype=np.float64)
+
+    def changed(column, values):
+        table = right.copy()
+        table[:, column] = values
+        return table
+
+    return [
+        Mistake(changed(3, size), "shard_storage_bytes is what one rank keeps after the reduce-scatter: G/p, not G"),
+        Mistake(changed(2, 2 * right[:, 1]), "scatter_gather_bytes counts the all-reduce twice: it is "
+                                            "B_RS + B_AG, which equals one all-reduce"),
+        Mistake(changed(2, right[:, 1] / 2), "scatter_gather_bytes counts only the reduce-scatter: add the "
+                                            "all-gather's B_AG"),
+        Mistake(changed(1, right[:, 1] / 2), "all_reduce_bytes lacks the factor 2: B_AR = 2 (p - 1)/p G"),
+        Mistake(changed(3, size // right[:, 0]), FLOOR),
+        Mistake(np.asarray([[p, 2 * ((p - 1) * size // p), 2 * ((p - 1) * size // p), size // p] for p in rank_counts],
+                           dtype=np.float64), FLOOR),
+    ]
+
+
+def _own_budget(e: Evidence, key: str, size, rank_counts):
+    """The budget built from the learner's own ring_payload (a wrong payload costs the payload test only), when
+    those payloads are the lesson's or one of its named mistakes: the kernel recorded them, so a stub, a zero or
+    a function that answers the budget's sizes differently from the payload test's earns nothing here."""
+    if not e.has(key):
+        return []
+    own = e.array(key, shape=(len(rank_counts), 2)).astype(np.float64)
+    cases = [(size, p) for p in rank_counts]
+    known = [np.reshape([ring(g, p) for g, p in cases], own.shape)] + [
+        np.asarray(m.value, dtype=np.float64) for m in _payload_mistakes(cases, own.shape)]
+    if not any(np.allclose(own, value, rtol=1e-9, atol=1e-6, equal_nan=False) for value in known):
+        return []
+    return [[p, ar, 2 * rs, size / p] for p, (rs, ar) in zip(rank_counts, own)]
+
+
+@rubric.test("test-budget")
+def _(e: Evidence):
+    cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
+             ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]
+    for key, own_key, size, ranks in cases:
+        candidates = [budget(size, ranks)] + [table for table in [_own_budget(e, own_key, size, ranks)] if table]
+        e.close_to_any(key, candidates, rtol=1e-9, atol=1e-6, mistakes=_budget_mistakes(size, ranks),
+                       reason="differs from the host NumPy reference (and from the budget of your own ring_payload)")

@@ -1,0 +1,147 @@
+"""collectives' partitioned momentum step and the make-it-yours reversal experiment, against NumPy references."""
+import numpy as np
+
+from coursekit import data
+from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
+from grader.judge import Evidence, Mismatch, Mistake
+from grader.programs import Input, Program
+
+from .rubric import gradient, own_or_reference, portions_close, program_meshes, rubric  # noqa: E402
+
+
+PARTITIONED = "the momentum is no longer partitioned: keep weights and momentum split P('data')"
+
+
+def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where: str, *, rtol, atol):
+    new_v = beta * v + g
+    new_w = w - rate * new_v
+    for name, expected, mistakes in [
+        ("new_v", new_v, [Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: "
+                                                "v' = beta * v + g")]),
+        ("new_w", new_w, [Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
+                          Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")]),
+    ]:
+        what = f"the new {'momentum' if name == 'new_v' else 'weights'} {where}"
+        key = f"{prefix}{name}"
+        e.require(e.has(key) or not prefix.startswith("hidden."),
+                  f"{what}: no result: momentum_step did not run there (does it use the notebook's mesh and split, "
+                  "or assume four devices?)")
+        e.array(key, shape=expected.shape, jax=True, what=what)
+        recorded = e.get(key)
+        if {tuple(s.value.shape) for s in recorded.shards} == {tuple(expected.shape)} and devices > 1:
+            raise Mismatch(f"{what}: {PARTITIONED}")
+        portions_close(e, key, expected, devices, rtol=rtol, atol=atol, what=what, mistakes=mistakes)
+
+
+@rubric.programs("test-momentum")
+def _(p: int):
+    return [Program("program.momentum", p, (Input((2 * p,), ("data",)),) * 3)]
+
+
+def _momentum_program(e: Evidence, rate: float, beta: float):
+    """momentum_step itself, exported by the kernel and run by the grader on state it drew: a step computed on
+    the host (np.asarray of the state) cannot be exported, and the program's results must stay split."""
+    key, what = "program.momentum", "momentum_step, run by the grader on state it drew"
+    e.require(not e.has("momentum.traceable") or e.number("momentum.traceable") != CONCRETE_ATTRIBUTE,
+              f"{what}: JAX could not trace it: momentum_step must be traceable under jax.jit (the grader exports "
+              "it with jax.export), and weights.sharding is not available on a traced value (an attribute only "
+              "placed arrays have, like .addressable_shards): take the placement from the notebook's mesh and "
+              "split (jax.typeof(weights) gives a traced value's shape and dtype)")
+    run = e.program_shardings(key, outputs=[False, False], what=what)
+    w, v, g = (value.astype(np.float64) for value in run.inputs)
+    new_v = beta * v + g
+    new_w = w - rate * new_v
+    e.program_close(key, 0, new_w, rtol=1e-5, atol=1e-6, what=f"{what} (new weights)", mistakes=[
+        Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
+        Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")])
+    e.program_close(key, 1, new_v, rtol=1e-5, atol=1e-6, what=f"{what} (new momentum)", mistakes=[
+        Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: v' = beta * v + g")])
+    portion = len(w) // e.num_devices
+    for output in run.outputs:
+        e.require(all(shape == (portion,) for shape in output.shard_shapes), f"{what}: {PARTITIONED}")
+
+
+HOST_ROUND_TRIP = ("momentum_step moves the partitioned state through the host: on every call it copies the "
+                   "weights, momentum or gradient to host memory (jax.device_get, np.asarray, printing them) or places "
+                   "NumPy results back with jax.device_put, so the whole state is gathered in one place, which the "
+                   "partitioned update exists to avoid (the exported program cannot show it: under jax.jit "
+                   "device_get hands back its traced arguments): compute the update with JAX operations on the "
+                   "devices, each device on its own slices")
+
+
+def _momentum_on_devices(e: Evidence):
+    """The call itself, watched in the kernel (coursekit.checks.host_round_trip): what tracing hides."""
+    e.require(e.number("momentum.host_round_trip", what="the host transfers of momentum_step") == NO_HOST_COPY,
+              HOST_ROUND_TRIP)
+
+
+@rubric.test("test-momentum")
+def _(e: Evidence):
+    p = e.num_devices
+    x, y, w = data.collectives_batch()
+    v = np.linspace(-0.02, 0.03, 8, dtype=np.float32).astype(np.float64)
+    g = gradient(x, y, w).astype(np.float32).astype(np.float64)
+    _momentum(e, "momentum.", w.astype(np.float64), v, g, 0.1, 0.9, p, "of the lesson", rtol=1e-5, atol=1e-7)
+    for size in program_meshes(p):
+        _, hw, _ = data.random_regression(seed=90306 + size, rows=3 * size, cols=2)
+        _, hv, _ = data.random_regression(seed=90316 + size, rows=3 * size, cols=2)
+        _, hg, _ = data.random_regression(seed=90326 + size, rows=3 * size, cols=2)
+        _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),
+                  hg.astype(np.float64), 0.05, 0.8, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
+    _momentum_on_devices(e)
+    _momentum_program(e, 0.05, 0.8)
+
+
+def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
+    expected = gradient(x, y, w)
+    for name in ("all_reduced", "gathered"):
+        candidates = own_or_reference(e, f"{prefix}original_{name}", expected)
+        key = f"{prefix}{name}"
+        actual = e.close_to_any(key, candidates, rtol=rtol, atol=atol,
+                                reason="differs from the gradient of the original order (the host reference, and your "
+                                       "own programs on it): reverse the rows and their labels together",
+                                mistakes=[Mistake(gradient(x, y[::-1], w), "only the rows were reversed, or only the "
+                                                  "labels (the same mismatch): reverse them together")])
+        # Both results come from the notebook's programs on the devices, as the docstring says: the all-reduced one
+        # and the gathered one (gather of shard_gradient's portions) hold the whole vector on every device. A
+        # value that is still split was not gathered; a host array was not computed by the programs.
+        what = e.name(key)
+        recorded = e.get(key, what=what)
+        e.require(recorded.kind == "jax_array", f"{what}: expected the JAX array your program returned, got a host "
+                                                "array")
+        shapes = sorted({tuple(s.value.shape) for s in recorded.shards})
+        if devices > 1 and shapes == [(len(expected) // devices,)]:
+            raise Mismatch(f"{what}: each device holds only {len(expected) // devices} of the {len(expected)} values: "
+                           "every device should hold all of them: run gather on shard_gradient's result")
+        e.shard_shapes(key, expected.shape, devices=devices, what=what)
+        e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what,
+                         against="the result's own value: every device should hold all of it")
+    label_only = gradient(x, y[::-1], w)
+    e.close(f"{prefix}label_only", label_only, rtol=rtol, atol=atol, mistakes=[
+        Mistake(expected, "this is the gradient of the original order (or of a joint reversal): reverse the labels "
+                          "alone, keep the rows")])
+    e.require(np.max(np.abs(label_only - expected)) > 0.01, "instructor error: reversal data too symmetric")
+
+
+@rubric.test("test-make-it-yours")
+def _(e: Evidence):
+    x, y, w = data.collectives_batch()
+    p = e.num_devices
+    _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)
+    hx, hy, hw = data.random_regression(seed=90309, rows=16, cols=8)
+    _reversal(e, "hidden.yours.", hx, hy, hw, 1e-4, 1e-5, p)
+    _reversed_inputs(e, "hidden.yours.", hx, hy)
+
+
+def _reversed_inputs(e: Evidence, prefix: str, x, y):
+    """What reversal_experiment handed the notebook's programs: the gradient cannot tell an order from another (it
+    is a sum over rows), so the test noted the batch each program was given."""
+    for name in ("all_gradient", "shard_gradient"):
+        for part, original in [("features", x), ("labels", y)]:
+            key, what = f"{prefix}{name}.{part}", f"the {part} reversal_experiment gave {name} (an unseen batch)"
+            e.require(e.has(key) and e.get(key, what=what).kind != "scalar",
+                      f"{what}: reversal_experiment should run the notebook's {name} on the reversed batch")
+            reversed_ = np.asarray(original, dtype=np.float32).astype(np.float64)[::-1]
+            e.close(key, reversed_, rtol=1e-6, atol=1e-6, what=what, mistakes=[
+                Mistake(np.asarray(original, dtype=np.float32).astype(np.float64),
+                        f"the {part} are in their original order: reverse the rows and their labels together")])
