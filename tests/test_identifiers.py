@@ -164,3 +164,22 @@ def test_formgrader_autograde_refuses_a_hostile_id_before_nbgrader_writes_it(tmp
     control = press("stock-exporter")  # the course's own Autograde step still refuses to grade it...
     assert not control["success"] and "is not a usable student id" in control["log"], control["log"]
     assert hostile in _gradebook_students(db)  # ...but nbgrader has already stored the id: the guard is needed
+
+
+def test_the_feedback_page_and_the_report_show_hostile_ids_as_text():
+    """Ids an older run stored still reach the course's own pages: the feedback page escapes them (its policy runs
+    no script either), the console report escapes control characters."""
+    import html
+
+    import nbformat
+
+    from grader import feedback, report
+
+    student, assignment = "<img src=x onerror=top.__pwned=1>", '"><script>top.__pwned=2</script>'
+    result = NotebookResult(student, assignment, f"{assignment}.ipynb", Status.GRADED, "",
+                            tests=[Outcome('x"><b onmouseover=top.__pwned=3>', 1.0, 1.0, True, "")])
+    page = feedback.render(result, nbformat.v4.new_notebook())
+    assert "<img" not in page and "<script" not in page and "<b " not in page
+    assert html.escape(student) in page and html.escape(assignment) in page
+    table = report.table([NotebookResult("ada\x1b[2J\x07", ASSIGNMENT, f"{ASSIGNMENT}.ipynb", Status.GRADED, "")])
+    assert "\x1b" not in table and "\x07" not in table and "ada\\x1b[2J\\x07" in table
