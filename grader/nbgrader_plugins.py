@@ -87,9 +87,10 @@ class IntakeGuard(NotebookExporter):
 
     ``nbgrader_config.py`` makes it ``Autograde.exporter_class``: nbgrader builds it after finding the submitted
     notebooks and before it writes anything for them, since the converter's ``init_assignment`` creates the student
-    and submission rows in gradebook.db before any preprocessor runs. Each submission whose student id, assignment
-    id or notebook name breaks ``grader.identifiers``' rule is taken out of the converter's work list here, so
-    nbgrader stores nothing for it; the course's grader records it as ``invalid_folder`` (in grades.csv, with the
+    and submission rows in gradebook.db before any preprocessor runs. Each submission whose student id or
+    assignment id breaks ``grader.identifiers``' rule is taken out of the converter's work list here, so
+    nbgrader stores nothing for it (a notebook whose name breaks it is left out, as nbgrader leaves out notebooks
+    the assignment does not have); the course's grader records it as ``invalid_folder`` (in grades.csv, with the
     rule), as the local path does, and nbgrader's log names it. When every submission of the run is refused
     (formgrader's Autograde button grades one), nbgrader's run fails with that message, which formgrader shows.
     """
@@ -112,9 +113,16 @@ class IntakeGuard(NotebookExporter):
             if found is None:
                 continue  # nbgrader itself stops on a folder its pattern does not match
             ids = [("student id", found.group("student_id")), ("assignment id", found.group("assignment_id"))]
-            ids += [("notebook name", Path(path).stem) for path in work[folder]]
             problems = [identifiers.refusal(kind, shown_name(name), name) for kind, name in ids
                         if not identifiers.valid(name)]
+            # A stray notebook with another name (``Untitled (1).ipynb``) is left out, as nbgrader leaves out every
+            # notebook the assignment does not have; the course's notebook names always follow the rule.
+            for path in [p for p in work[folder] if not identifiers.valid(Path(p).stem)]:
+                self.log.warning("left out %s: %s", shown_name(Path(path).name),
+                                 identifiers.refusal("notebook name", shown_name(Path(path).stem), Path(path).stem))
+                work[folder].remove(path)
+            if not work[folder] and not problems:
+                problems = ["no notebook with a usable name was submitted"]
             if problems:
                 del work[folder]
                 refused.append((found.group("student_id"), found.group("assignment_id"), problems))

@@ -183,3 +183,36 @@ def test_the_feedback_page_and_the_report_show_hostile_ids_as_text():
     assert html.escape(student) in page and html.escape(assignment) in page
     table = report.table([NotebookResult("ada\x1b[2J\x07", ASSIGNMENT, f"{ASSIGNMENT}.ipynb", Status.GRADED, "")])
     assert "\x1b" not in table and "\x07" not in table and "ada\\x1b[2J\\x07" in table
+
+
+def test_intake_guard_leaves_out_stray_notebooks_and_refuses_hostile_students(tmp_path):
+    """IntakeGuard on nbgrader's work list (as the Autograde converter holds it before writing any row): a stray
+    notebook whose name breaks the rule is left out of an honest submission, which stays; a hostile student's
+    submission is taken out and recorded as invalid_folder; with nothing left, the run fails with the rule."""
+    from traitlets.config import Configurable
+
+    from grader.nbgrader_plugins import IntakeGuard, NotGradedByProject
+    from test_workflow import copy_course
+
+    course = copy_course(tmp_path / "course")
+    submitted = tmp_path / "submitted"
+
+    class Converter(Configurable):  # the two things IntakeGuard reads of nbgrader's converter
+        def _format_source(self, assignment_id, student_id, escape=False):
+            return str(submitted / student_id / assignment_id)
+
+    hostile = "<img src=x onerror=top.__pwned=1>"
+    honest_folder, hostile_folder = str(submitted / "ada" / ASSIGNMENT), str(submitted / hostile / ASSIGNMENT)
+    converter = Converter()
+    converter.assignments = {
+        honest_folder: [f"{honest_folder}/{ASSIGNMENT}.ipynb", f"{honest_folder}/Untitled (1) <b>.ipynb"],
+        hostile_folder: [f"{hostile_folder}/{ASSIGNMENT}.ipynb"]}
+    IntakeGuard(parent=converter, course_root=str(course.root))
+    assert converter.assignments == {honest_folder: [f"{honest_folder}/{ASSIGNMENT}.ipynb"]}
+    rows = list(csv.DictReader((course.root / "grades.csv").open(encoding="utf-8")))
+    assert [(r["student_id"], r["status"]) for r in rows] == [(hostile, "invalid_folder")]
+
+    converter.assignments = {hostile_folder: [f"{hostile_folder}/{ASSIGNMENT}.ipynb"]}
+    with pytest.raises(NotGradedByProject, match="is not a usable student id"):
+        IntakeGuard(parent=converter, course_root=str(course.root))
+    assert converter.assignments == {}
