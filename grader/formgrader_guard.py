@@ -10,7 +10,8 @@ which ``python -m grader instructor`` puts on ``JUPYTER_CONFIG_PATH``) replaces 
 - looks first in the course's ``lab/instructor/templates/formgrader/``, whose templates carry no inline script:
   the values nbgrader's page scripts read come in a JSON data block (``| tojson``: never markup, never code),
   which ``lab/instructor/static/course_formgrader/page_data.js`` turns into those scripts' globals; every
-  other template is nbgrader's own, reachable there as ``nbgrader/NAME``.
+  other template is nbgrader's own, reachable there as ``nbgrader/NAME``. (nbgrader's ``formgrade_404.tpl`` imports a
+  macro file nbgrader does not ship; the course's copy imports the grading page's macros and renders.)
 
 formgrader's grading page is an nbconvert template; the course's copy (``lab/instructor/templates/formgrade/``,
 named in ``nbgrader_config.py``) escapes ids explicitly and has no inline script or event attribute either.
@@ -95,7 +96,8 @@ def escaping_environment(root: Path):
     from nbgrader.server_extensions.formgrader import handlers
 
     stock = FileSystemLoader([handlers.template_path])
-    return Environment(loader=ChoiceLoader([FileSystemLoader([str(root / TEMPLATES)]),
+    # TEMPLATES.parent: the grading page's macros (formgrade/formgrade_macros.html.j2), which the 404 page imports
+    return Environment(loader=ChoiceLoader([FileSystemLoader([str(root / TEMPLATES), str(root / TEMPLATES.parent)]),
                                             PrefixLoader({"nbgrader": stock}), stock]),
                        autoescape=True)
 

@@ -5,8 +5,9 @@ gradebook written by an older grader or by a stock ``nbgrader autograde`` can st
 an assignment id, a notebook name and student names that are markup, plus the autograded notebook formgrader's
 manual-grading page renders. The instructor's server is started as ``python -m grader instructor`` starts it
 (``grader.workspace.instructor_lab``) and every formgrader page that shows one of those values is opened in Debian's
-Chromium (tests/browser/formgrader_xss.mjs, set up like tests/test_browser.py): submissions list, manual grading
-(the formgrade page), the gradebook's assignment, notebook and submission lists, the students' pages. No payload
+Chromium (tests/browser/formgrader_xss.mjs, set up like tests/test_browser.py): submissions lists, manual grading
+(the formgrade page, and its page for a missing autograded file), the gradebook's assignment, notebook and submission
+lists, the students' pages, the assignment list. No payload
 runs, each page shows the hostile values as text, the pages report no Content-Security-Policy violation (no inline
 script is needed), and JupyterLab itself starts under the policy.
 
@@ -42,8 +43,9 @@ FIRST, LAST = f"<img src=x onerror={js('first')}>", f"<b onmouseover={js('last')
 COURSE_ASSIGNMENT = "sharded_step"
 
 
-def seed(course_root: Path) -> int:
-    """Hostile rows in the course's gradebook.db and the autograded notebook; the submitted notebook's id."""
+def seed(course_root: Path) -> tuple[str, str]:
+    """Hostile rows in the course's gradebook.db and the autograded notebook; the ids of a submitted notebook with
+    an autograded file and of one without (formgrader's "file not found" page)."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as book:
@@ -53,6 +55,7 @@ def seed(course_root: Path) -> int:
         book.add_submission(ASSIGNMENT, STUDENT)
         book.add_submission(COURSE_ASSIGNMENT, STUDENT)  # also listed among a real assignment's submissions
         submitted = book.find_submission_notebook(NOTEBOOK, ASSIGNMENT, STUDENT).id
+        missing = book.find_submission_notebook(COURSE_ASSIGNMENT, COURSE_ASSIGNMENT, STUDENT).id  # not autograded
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("an answer, $x$")])
     for folder, name in ((course_root / "autograded" / STUDENT / ASSIGNMENT, NOTEBOOK),
                          (course_root / "samples" / "submitted" / STUDENT / ASSIGNMENT, NOTEBOOK),
@@ -60,12 +63,13 @@ def seed(course_root: Path) -> int:
                          (course_root / "samples" / "submitted" / STUDENT / COURSE_ASSIGNMENT, COURSE_ASSIGNMENT)):
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, folder / f"{name}.ipynb")
-    return submitted
+    return submitted, missing
 
 
-def pages(submission: str) -> list[dict]:
+def pages(submission: tuple[str, str]) -> list[dict]:
     q = lambda value: urllib.parse.quote(value, safe="")  # noqa: E731
     a, n, s = q(ASSIGNMENT), q(NOTEBOOK), q(STUDENT)
+    submission, missing = submission
     return [
         {"name": "submissions list", "path": f"/formgrader/manage_submissions/{a}", "expect": [ASSIGNMENT]},
         {"name": "submissions list (course assignment)", "path": f"/formgrader/manage_submissions/{COURSE_ASSIGNMENT}",
@@ -75,6 +79,8 @@ def pages(submission: str) -> list[dict]:
         {"name": "gradebook submissions", "path": f"/formgrader/gradebook/{a}/{n}", "expect": [ASSIGNMENT, NOTEBOOK]},
         {"name": "manual grading", "path": f"/formgrader/submissions/{submission}/",
          "expect": [ASSIGNMENT, NOTEBOOK, f"{LAST}, {FIRST}"]},
+        {"name": "manual grading, file not found", "path": f"/formgrader/submissions/{missing}/", "status": 404,
+         "expect": [f"{STUDENT}/{COURSE_ASSIGNMENT}", f"{LAST}, {FIRST}"]},
         {"name": "students", "path": "/formgrader/manage_students", "expect": [STUDENT]},
         {"name": "student's assignments", "path": f"/formgrader/manage_students/{s}", "expect": [STUDENT, ASSIGNMENT]},
         {"name": "student's notebooks", "path": f"/formgrader/manage_students/{s}/{a}",
@@ -106,7 +112,7 @@ def hostile_course(tmp_path_factory):
     _setup_browser()
     course = copy_course(tmp_path_factory.mktemp("formgrader-xss") / "course")
     register_assignments(course)  # what `python -m grader instructor` does first
-    return course, str(seed(course.root))
+    return course, seed(course.root)
 
 
 def _serve_and_browse(tmp_path, course, submission: str, env_config: Path | None, extra_pages=()) -> dict:
@@ -134,8 +140,9 @@ def test_hostile_ids_run_no_script_in_formgrader(tmp_path, hostile_course):
     report = _serve_and_browse(tmp_path, course, submission, True, [lab])
     assert report["jupyterlab"]["ready"] and not report["jupyterlab"]["ran"], report["jupyterlab"]
     assert report["manual grading"]["math"] >= 1, "MathJax (which evaluates its configuration) no longer typesets"
+    expected_status = {page["name"]: page.get("status", 200) for page in pages(submission)} | {"jupyterlab": 200}
     for name, found in report.items():
-        assert found["status"] == 200, (name, found)
+        assert found["status"] == expected_status[name], (name, found)
         assert found["ran"] == [] and found["present"] == [], f"{name}: a payload ran or left markup: {found}"
         assert found["missing"] == [], f"{name}: the hostile values are not shown as text: {found['missing']}"
         refused = [v for v in found["violations"] if "script" in v]  # (MathJax probes a font at about:blank)
