@@ -28,7 +28,7 @@ from sqlalchemy.exc import SAWarning  # noqa: E402
 warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session", category=SAWarning)
 
 from nbgrader import preprocessors as pp  # noqa: E402
-from grader.nbgrader_plugins import ScaffoldSolutions  # noqa: E402
+from grader.nbgrader_adapter.plugins import ScaffoldSolutions  # noqa: E402
 
 # nbgrader 0.9's default pipeline, with ClearSolutions replaced by a version that
 # writes each cell's own TODO message into its stub.
@@ -45,8 +45,8 @@ c.ExecutePreprocessor.timeout = 180
 
 # formgrader's Autograde and Generate Feedback buttons (and `nbgrader autograde`,
 # `nbgrader generate_feedback`) run the course's grader and write its feedback page; no stock step
-# that executes learner code, scores cells or shows hidden tests is left (grader/nbgrader_plugins.py).
-from grader.nbgrader_plugins import IntakeGuard, ProjectAutograde, ProjectFeedback  # noqa: E402
+# that executes learner code, scores cells or shows hidden tests is left (grader/nbgrader_adapter/plugins.py).
+from grader.nbgrader_adapter.plugins import IntakeGuard, ProjectAutograde, ProjectFeedback  # noqa: E402
 
 # A submission whose student id, assignment id or notebook name breaks the course's rule (grader/identifiers.py)
 # is refused before nbgrader's Autograde writes its student or submission into gradebook.db.

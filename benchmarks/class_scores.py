@@ -10,7 +10,7 @@ from bench_setup import ASSIGNMENTS, CLASS, STOCK_AUTOGRADE  # noqa: E402
 from measure import timed  # noqa: E402
 
 from grader.layout import Course  # noqa: E402
-from grader.variants import parse, write_submission  # noqa: E402
+from grader.course.variants import parse, write_submission  # noqa: E402
 
 
 # ---------------------------------------------------------------- the class

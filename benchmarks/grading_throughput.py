@@ -15,7 +15,7 @@ interleaved so that every grader sees the same machine load:
           Python script and run with the course's Python (best of two), times the number of
           submissions of that notebook, divided by the number of cores;
 
-then ours once more on the whole class in one run, and the Dask path (``grader.cluster``) with 1, 2
+then ours once more on the whole class in one run, and the Dask path (``grader.classroom.cluster``) with 1, 2
 and 4 local worker processes (``LocalCluster`` over mutual TLS; timed with the cluster already started).
 It checks that the scores agree (stock against ours per test cell, printing every disagreement with
 its reason; ours, cold and every Dask run must give byte-identical ``results.json``), and prints the
@@ -54,7 +54,7 @@ from bench_setup import ASSIGNMENTS, ROOT, load, python  # noqa: E402
 from class_scores import build_class, compare, our_messages, our_scores, stock_course, stock_scores  # noqa: E402
 from measure import Run, become_subreaper, grading_seconds, measured, timed, wait_for_quiet  # noqa: E402
 
-from grader.batch import default_workers  # noqa: E402
+from grader.classroom.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
 
 
@@ -84,12 +84,12 @@ def floor_scripts(course: Course, work: Path, log: Path) -> tuple[Run, Run]:
 
 def dask_child(args) -> None:
     """Grade the class on a LocalCluster of ``args.dask_child`` workers (mutual TLS, certificates made for this
-    run by ``grader.certs``); print timings as JSON."""
+    run by ``grader.classroom.certs``); print timings as JSON."""
     from distributed import LocalCluster
 
-    from grader.certs import make_certificates
-    from grader.cluster import client_security_from_dir, deployment_security, grade_all_on_cluster
-    from grader.pipeline import Settings
+    from grader.classroom.certs import make_certificates
+    from grader.classroom.cluster import client_security_from_dir, deployment_security, grade_all_on_cluster
+    from grader.submission.pipeline import Settings
 
     started = time.monotonic()
     timings: dict[str, float] = {}

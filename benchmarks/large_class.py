@@ -8,7 +8,7 @@ with one broken submission in twenty (not JSON, not a notebook, a kernel that di
 the whole class, in this order, each in one run with the compilation cache filled by that run:
 
   local   ``python -m grader grade --workers W`` (the fork server, sealed kernels);
-  dask N  ``grader.cluster.grade_all_on_cluster`` on a ``LocalCluster`` of N worker processes (one thread each,
+  dask N  ``grader.classroom.cluster.grade_all_on_cluster`` on a ``LocalCluster`` of N worker processes (one thread each,
           mutual TLS), timed from the cluster's start, so a worker's fork server and cache fill are counted.
 
 It prints, for each: wall time, submissions per minute and per minute per worker (a local worker is one of the
@@ -34,9 +34,9 @@ from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
 from grading_throughput import fmt_mib  # noqa: E402
 from measure import Run, become_subreaper, measured, wait_for_quiet  # noqa: E402
 
-from grader.batch import default_workers  # noqa: E402
+from grader.classroom.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
-from grader.variants import parse, write_submission  # noqa: E402
+from grader.course.variants import parse, write_submission  # noqa: E402
 
 BROKEN = [ROOT / "tests" / "attacks" / "sharded_step" / f"{name}.py"
           for name in ("invalid-json", "not-a-notebook", "kernel-dies", "sys-exit")]
@@ -67,9 +67,9 @@ def dask_child(args) -> None:
     """Grade on a LocalCluster of ``args.dask_child`` workers; print the timing and this process's own CPU."""
     from distributed import LocalCluster
 
-    from grader.certs import make_certificates
-    from grader.cluster import client_security_from_dir, deployment_security, grade_all_on_cluster
-    from grader.pipeline import Settings
+    from grader.classroom.certs import make_certificates
+    from grader.classroom.cluster import client_security_from_dir, deployment_security, grade_all_on_cluster
+    from grader.submission.pipeline import Settings
 
     started = time.monotonic()
     tls = make_certificates(args.out.parent / f"{args.out.name}-tls", force=True).folder

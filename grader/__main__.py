@@ -5,6 +5,6 @@ import sys
 # (nbformat validates without a format checker), so that optional import is skipped.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .cli import main  # noqa: E402
+from grader.cli import main  # noqa: E402
 
 main()

@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from .layout import Course
-from .sandbox import Limits
+from grader.layout import Course
+from grader.sandbox import Limits
 
 
 def _parameter(text: str):
@@ -32,9 +32,9 @@ def _parameter(text: str):
 
 
 def cmd_grade(args) -> int:
-    from .batch import grade_all
-    from .pipeline import Settings
-    from .report import summary, table
+    from grader.classroom.batch import grade_all
+    from grader.submission.pipeline import Settings
+    from grader.classroom.report import summary, table
 
     limits = Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                     max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
@@ -44,7 +44,7 @@ def cmd_grade(args) -> int:
     if settings.confine and os.geteuid() != 0 and not args.scheduler:
         print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
               "seccomp); only the time, memory, output and file limits apply. Grade untrusted work as root "
-              "(README, security model).", file=sys.stderr)
+              "(docs/explanation/security-model.md).", file=sys.stderr)
     security = None
     if args.scheduler:
         try:
@@ -58,7 +58,7 @@ def cmd_grade(args) -> int:
         return 2
     started = time.monotonic()
     if args.scheduler:
-        from .cluster import grade_all_on_cluster
+        from grader.classroom.cluster import grade_all_on_cluster
 
         results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
                                        security=security, insecure=args.insecure_cluster, only=args.assignment,
@@ -67,13 +67,13 @@ def cmd_grade(args) -> int:
         results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
                             only=args.assignment, force=args.force)
     if args.gradebook:
-        from .nbgrader_db import export_grades
+        from grader.nbgrader_adapter.db import export_grades
 
         print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results, args.submissions.resolve())} notebooks written "
               f"to {args.gradebook}")
     manual = {}
     if args.gradebook:
-        from .manual_grades import points, refresh
+        from grader.nbgrader_adapter.manual_grades import points, refresh
 
         results, hand = refresh(settings.out, args.gradebook)  # grades already entered by hand stay in the tables
         manual = {key: points(grades) for key, grades in hand.items()}
@@ -86,7 +86,7 @@ def cmd_grade(args) -> int:
 
 def _cluster_security(args):
     """The client's TLS settings for --scheduler, or None for an explicit --insecure-cluster; raises ValueError."""
-    from .cluster import PLAIN_TCP, client_security, client_security_from_dir
+    from grader.classroom.cluster import PLAIN_TCP, client_security, client_security_from_dir
 
     if args.max_result_bytes is not None and args.max_result_bytes < 1:
         raise ValueError("--max-result-bytes must be positive")
@@ -114,7 +114,7 @@ def _cluster_security(args):
 
 
 def cmd_certs(args) -> int:
-    from .certs import make_certificates
+    from grader.classroom.certs import make_certificates
 
     try:
         d = make_certificates(args.dir, args.hosts, days=args.days, force=args.force)
@@ -147,26 +147,26 @@ def _build_or_check(args, build, stale, folder: str, command: str) -> int:
 
 
 def cmd_generate(args) -> int:
-    from .generate import generate, stale
+    from grader.course.generate import generate, stale
 
     return _build_or_check(args, generate, stale, "notebooks", "generate")
 
 
 def cmd_figures(args) -> int:
-    from .figures import build_figures, stale_figures
+    from grader.course.figures import build_figures, stale_figures
 
     return _build_or_check(args, lambda course: build_figures(course, progress=not args.quiet), stale_figures,
                            "figures", "figures")
 
 
 def cmd_samples(args) -> int:
-    from .samples import build_samples, stale_samples
+    from grader.course.samples import build_samples, stale_samples
 
     return _build_or_check(args, build_samples, stale_samples, "samples/submitted", "samples")
 
 
 def cmd_execute(args) -> int:
-    from .execute import BackendMissing, ExecutionFailed, check_platform, execute
+    from grader.course.execute import BackendMissing, ExecutionFailed, check_platform, execute
 
     course = Course.default()
     notebooks = args.notebooks or [course.source_notebook(a) for a in course.assignments()]
@@ -190,8 +190,8 @@ def cmd_execute(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .manual_grades import default_db, points, refresh
-    from .report import table
+    from grader.nbgrader_adapter.manual_grades import default_db, points, refresh
+    from grader.classroom.report import table
 
     db_url = args.gradebook or default_db(args.out)
     results, manual = refresh(args.out, db_url)  # hand grades from formgrader into grades.csv and feedback
@@ -200,7 +200,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_workspace(args) -> int:
-    from .workspace import seed, workspace_dir
+    from grader.course.workspace import seed, workspace_dir
 
     course = Course.default()
     for folder in seed(course):
@@ -216,7 +216,7 @@ def _exec_lab(argv, env, cwd) -> int:
 
 
 def cmd_lab(args) -> int:
-    from .workspace import learner_lab, seed
+    from grader.course.workspace import learner_lab, seed
 
     course = Course.default()
     seed(course)
@@ -224,7 +224,7 @@ def cmd_lab(args) -> int:
 
 
 def cmd_instructor(args) -> int:
-    from .workspace import instructor_lab
+    from grader.course.workspace import instructor_lab
 
     return _exec_lab(*instructor_lab(Course.default(), extra=args.jupyter_args))
 

@@ -20,7 +20,7 @@ character that means something in HTML, JavaScript, CSS, URLs, shells, globs or 
 width spaces), combining marks outside NFC (so two spellings of one name cannot be two ids), and a leading
 ``.`` or ``-`` (a hidden folder, a command-line option). Letters of other scripts are kept on purpose, for
 learners' real names; they can look like Latin ones (Cyrillic ``а``), which the rule does not judge. The
-pages that show ids escape them as well (``lab/instructor/templates/``, ``grader/formgrader_guard.py``): the
+pages that show ids escape them as well (``lab/instructor/templates/``, ``grader/nbgrader_adapter/formgrader_guard.py``): the
 rule keeps markup out of the gradebook, escaping keeps whatever an older gradebook or a stock nbgrader
 command stored from becoming markup.
 """

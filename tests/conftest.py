@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_all
+from grader.classroom.batch import grade_all
 from grader.layout import Course
-from grader.pipeline import Settings
+from grader.submission.pipeline import Settings
 from grader.results import NotebookResult
 from grader.sandbox import Limits
-from grader.variants import Scenario, parse, write_submission
+from grader.course.variants import Scenario, parse, write_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_GROUPS = {

@@ -5,10 +5,10 @@ import nbformat
 import pytest
 
 from grader import cells
-from grader.figures import stale_figures
-from grader.generate import stale
-from grader.judge import load_rubric
-from grader.samples import stale_samples
+from grader.course.figures import stale_figures
+from grader.course.generate import stale
+from grader.submission.judge import load_rubric
+from grader.course.samples import stale_samples
 
 
 def test_student_notebooks_are_current(course):

@@ -30,15 +30,16 @@ import nbformat
 import pytest
 
 from conftest import CORPUS_LIMITS
-from grader import batch, feedback, intake, pipeline, restore, scan
-from grader.gradebook import MAX_GRADER_ATTEMPTS, Gradebook
-from grader.judge import load_rubric
-from grader.kernel_run import Execution
-from grader.pipeline import Job, Settings, judge_tests, prepare
-from grader.records import MIME_TYPE, RecordError, decode, records_of_cell
+from grader.classroom import batch
+from grader.submission import feedback, intake, pipeline, restore, scan
+from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook
+from grader.submission.judge import load_rubric
+from grader.kernel.run import Execution
+from grader.submission.pipeline import Job, Settings, judge_tests, prepare
+from grader.submission.records import MIME_TYPE, RecordError, decode, records_of_cell
 from grader.results import Status
-from grader.sanitize import sanitize_notebook
-from grader.variants import Scenario, build, parse, solution_copy, write_submission
+from grader.submission.sanitize import sanitize_notebook
+from grader.course.variants import Scenario, build, parse, solution_copy, write_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "sharded_step"
@@ -193,7 +194,7 @@ def test_feedback_finds_hidden_blocks_in_linear_time(course):
     """A 512 KiB learner cell of BEGIN HIDDEN TESTS lines with no END: the old regular expression took minutes
     per pass (quadratic), holding the GIL, so every worker stopped while the page was written."""
     from grader.results import NotebookResult
-    from grader.variants import HIDDEN
+    from grader.cells import HIDDEN
 
     nb = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\n" * 22_000 + "pass\n"))
@@ -605,7 +606,7 @@ def test_inline_images_count_towards_markdown_limits_only_up_to_their_own_budget
     of data: images is not parsed without bound."""
     import base64
 
-    from grader.sanitize import MAX_INLINE_IMAGE_CHARS, MAX_MARKDOWN_CHARS, sanitize_notebook
+    from grader.submission.sanitize import MAX_INLINE_IMAGE_CHARS, MAX_MARKDOWN_CHARS, sanitize_notebook
 
     image = base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(300_000)).decode()  # 400 KB of base64
     answer = nbformat.v4.new_markdown_cell("My figure: ![a](attachment:f.png) <b>bold</b>")
@@ -628,7 +629,7 @@ def test_pathological_markdown_is_shown_as_text_in_bounded_time():
     """nbconvert's math patterns take time quadratic in a cell's length on `\\begin{a}` repeated (45 KB: 4 s;
     a 512 KiB cell: hours), and the grader's other notebooks wait meanwhile. Long cells become text, and a
     notebook's markdown is rendered up to a budget."""
-    from grader.sanitize import MAX_MARKDOWN_CHARS, clean_markdown, markdown_to_html
+    from grader.submission.sanitize import MAX_MARKDOWN_CHARS, clean_markdown, markdown_to_html
 
     huge = "\\begin{a}" * 50_000  # 450 KB in one cell
     began = time.process_time()
@@ -643,7 +644,7 @@ def test_pathological_markdown_is_shown_as_text_in_bounded_time():
 def test_a_cell_is_not_charged_for_the_time_the_grader_itself_was_held_up():
     """A cell's time limit counts the kernel's time, not the grader's: another notebook's feedback holding the
     GIL for seconds (the watch cannot run) must not time out an honest cell."""
-    from grader.kernel_run import _watch
+    from grader.kernel.run import _watch
 
     class Quiet:  # a client and kernel manager that never overflow and stay alive
         overflowed = False

@@ -208,7 +208,7 @@ def test_the_whole_loop_in_jupyterlab_and_formgrader(tmp_path):
 
     import nbformat
 
-    from grader.workspace import instructor_lab, learner_lab
+    from grader.course.workspace import instructor_lab, learner_lab
     from test_workflow import Server, copy_course, hidden_lines
 
     if not JUPYTER.exists():

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.variants import parse, write_submission
+from grader.course.variants import parse, write_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,21 +22,21 @@ from cryptography import x509
 from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
-from grader import compile_cache
-from grader.batch import grade_all
-from grader.certs import make_certificates
+from grader.classroom import compile_cache
+from grader.classroom import worker as cluster_worker
+from grader.classroom.batch import grade_all
+from grader.classroom.certs import make_certificates
 from grader.cli import main
-from grader.cluster import (
+from grader.classroom.cluster import (
     InsecureCluster,
     WorkerFailed,
-    _claim_attempt,
-    _exposed_worker_key,
     client_security_from_dir,
     deployment_security,
     execution_from,
     grade_all_on_cluster,
 )
-from grader.pipeline import Settings
+from grader.classroom.worker import _claim_attempt, _exposed_worker_key
+from grader.submission.pipeline import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "submitted"
@@ -108,7 +108,7 @@ def test_cluster_grades_equal_local_grades(tmp_path, course, cluster, tls_dir, c
         # started afresh on a worker does.
         assert comparable(remote / autograded) == comparable(local / autograded)
         assert (remote / "feedback" / r.student_id / r.assignment_id / "sharded_step.html").is_file()
-    # Each worker that ran a notebook compiled the instructor's programs once, for itself (grader.compile_cache).
+    # Each worker that ran a notebook compiled the instructor's programs once, for itself (grader.classroom.compile_cache).
     with distributed.Client(cluster.scheduler_address, security=client_security) as client:
         filled = client.run(_worker_caches)
     assert any(count > 0 for caches in filled.values() for count in caches.values()), filled
@@ -441,10 +441,10 @@ def test_an_oversized_result_is_too_much_output_end_to_end(tmp_path, course, clu
 
 def test_a_worker_that_cannot_seal_kernels_runs_nothing(monkeypatch):
     """Fail closed: a non-root worker would run the learner's code under its own uid, next to its TLS key."""
-    from grader import cluster
+    from grader.classroom import cluster
 
-    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(cluster, "run_in", lambda *a, **k: pytest.fail("a notebook ran on an unsealed worker"))
+    monkeypatch.setattr(cluster_worker.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cluster_worker, "run_in", lambda *a, **k: pytest.fail("a notebook ran on an unsealed worker"))
     with pytest.raises(cluster.NothingRan, match="cannot seal kernels"):
         cluster.execute_notebook('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', {}, True)
 
@@ -466,7 +466,7 @@ def test_kernels_on_workers_are_sealed_like_local_ones(tmp_path, course, cluster
     cluster: each ends exactly as stated (and as locally)."""
     from conftest import HOST_CONTACTS, host_listeners
 
-    from grader.variants import parse, write_submission
+    from grader.course.variants import parse, write_submission
 
     attacks = ROOT / "tests" / "attacks"
     scenarios = [(assignment, parse(attacks / assignment / f"{name}.py")) for assignment, name in SEAL_ATTACKS]

@@ -6,7 +6,7 @@ Only the queue is replaced: ``sbatch`` here copies the job script that dask-jobq
 bash in the background (``#SBATCH`` lines are comments to bash), ``scancel`` kills that job's process group.
 Everything else is what a Slurm site runs: the scheduler that ``SLURMCluster`` starts in this process, the job
 script it generates (``dask worker`` command line with the TLS files), the workers registering over mutual
-TLS, ``grader.cluster.grade_all_on_cluster`` with the cluster object. Every connection goes to 127.0.0.1.
+TLS, ``grader.classroom.cluster.grade_all_on_cluster`` with the cluster object. Every connection goes to 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_all
-from grader.certs import make_certificates
-from grader.cluster import deployment_security, grade_all_on_cluster
-from grader.pipeline import Settings
+from grader.classroom.batch import grade_all
+from grader.classroom.certs import make_certificates
+from grader.classroom.cluster import deployment_security, grade_all_on_cluster
+from grader.submission.pipeline import Settings
 
 jobqueue = pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is installed with the test extras")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import compile_cache
-from grader.pipeline import Settings
+from grader.classroom import compile_cache
+from grader.submission.pipeline import Settings
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sealed kernels (and so the cache) need root")
 
@@ -57,8 +57,8 @@ def _notebook(code: str, grade_id: str | None = None):
 
 def _grade(code: str, cache: Path | None):
     """Run ``code`` in a sealed grading kernel of a run whose runners read ``cache``; return the notebook."""
-    from grader.kernel_run import run_in, start_kernel
-    from grader.pipeline import confinement
+    from grader.kernel.run import run_in, start_kernel
+    from grader.submission.pipeline import confinement
 
     nb = _notebook(code)
 

@@ -16,12 +16,12 @@ import nbformat
 import pytest
 
 from grader import cells
-from grader.execute import execute
-from grader.judge import Evidence, load_rubric
+from grader.course.execute import execute
+from grader.submission.judge import Evidence, load_rubric
 from grader.layout import ASSIGNMENTS
-from grader.pipeline import Settings, by_test, declared_programs, recorded_programs
+from grader.submission.pipeline import Settings, by_test, declared_programs, recorded_programs
 from grader.programs.launch import run_programs
-from grader.records import records_of_cell
+from grader.submission.records import records_of_cell
 
 RUNS = [(a, n) for a in ASSIGNMENTS for n in (2, 8)]
 

@@ -17,10 +17,11 @@ import pytest
 
 from coursekit.meshes import rebound, sub_mesh_sizes
 from coursekit.record import encode
-from grader.judge import Evidence, Mismatch, denominator_mistakes, load_rubric, visible_check
+from grader.submission.judge import Evidence, Mismatch, denominator_mistakes, load_rubric
+from grader.submission.visible_checks import visible_check
 from grader.layout import ASSIGNMENTS
-from grader.records import decode
-from grader.variants import parse
+from grader.submission.records import decode
+from grader.course.variants import parse
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -120,7 +121,7 @@ def _timing_rubric(course):
     import importlib  # noqa: PLC0415
 
     load_rubric(course.rubric("collectives"))
-    return importlib.import_module("_course_rubric_collectives")
+    return importlib.import_module("_course_rubric_collectives.rubric_measurements")
 
 
 def test_timer_mistakes_are_told_apart(course):

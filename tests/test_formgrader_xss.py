@@ -4,7 +4,7 @@ gradebook.db is seeded directly with nbgrader's own Gradebook API (the course's 
 gradebook written by an older grader or by a stock ``nbgrader autograde`` can still hold them) with a student id,
 an assignment id, a notebook name and student names that are markup, plus the autograded notebook formgrader's
 manual-grading page renders. The instructor's server is started as ``python -m grader instructor`` starts it
-(``grader.workspace.instructor_lab``) and every formgrader page that shows one of those values is opened in Debian's
+(``grader.course.workspace.instructor_lab``) and every formgrader page that shows one of those values is opened in Debian's
 Chromium (tests/browser/formgrader_xss.mjs, set up like tests/test_browser.py): submissions lists, manual grading
 (the formgrade page, and its page for a missing autograded file), the gradebook's assignment, notebook and submission
 lists, the students' pages, the assignment list. No payload
@@ -105,7 +105,7 @@ def _browse(server, manifest: Path, timeout: float = 300) -> dict:
 
 @pytest.fixture(scope="module")
 def hostile_course(tmp_path_factory):
-    from grader.workspace import register_assignments
+    from grader.course.workspace import register_assignments
     from test_browser import _setup_browser
     from test_workflow import copy_course
 
@@ -116,7 +116,7 @@ def hostile_course(tmp_path_factory):
 
 
 def _serve_and_browse(tmp_path, course, submission: str, env_config: Path | None, extra_pages=()) -> dict:
-    from grader.workspace import _jupyter_env, instructor_lab
+    from grader.course.workspace import _jupyter_env, instructor_lab
     from test_workflow import Server
 
     argv, env, cwd = instructor_lab(course)
@@ -174,7 +174,7 @@ def test_the_policy_alone_stops_the_stock_pages_payloads(tmp_path, hostile_cours
     config = tmp_path / "policy-only"
     config.mkdir()
     (config / "jupyter_server_config.py").write_text(
-        "from grader.formgrader_guard import content_security_policy\n"
+        "from grader.nbgrader_adapter.formgrader_guard import content_security_policy\n"
         "c.ServerApp.tornado_settings.update({'headers': {'Content-Security-Policy': content_security_policy()}})\n")
     from grader.layout import Course
 

@@ -1,4 +1,4 @@
-"""The grader's reset of IPython hooks (``grader.hooks``) resolves no name a learner can bind, and checks identity.
+"""The grader's reset of IPython hooks (``grader.kernel.hooks``) resolves no name a learner can bind, and checks identity.
 
 Run on an in-process IPython shell (the same code the sealed kernel gets); the graded attacks
 ``tests/attacks/sharded_step/forge-reset-*.py`` and ``forge-shell-method-patched.py`` try the same in a kernel.
@@ -12,7 +12,7 @@ import types
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from grader import hooks
+from grader.kernel import hooks
 
 NAME_LOOKUPS = {"LOAD_NAME", "LOAD_GLOBAL", "STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL",
                 "IMPORT_NAME", "LOAD_BUILD_CLASS"}

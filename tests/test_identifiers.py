@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, identifiers
+from grader.classroom import batch
+
+from grader import identifiers
 from grader.layout import Course
 from grader.results import NotebookResult, Status
 from grader.results import TestResult as Outcome  # not collected as a test class
@@ -99,7 +101,7 @@ def _gradebook_students(db: Path) -> set[str]:
 def test_gradebook_copy_writes_no_hostile_id_even_from_an_older_run(tmp_path, hostile_submissions):
     """``grade --gradebook`` copies ``book.all_results()``: results an older grader stored for an id the rule now
     refuses (status ``graded``, a score) must not reach gradebook.db either."""
-    from grader.nbgrader_db import export_grades
+    from grader.nbgrader_adapter.db import export_grades
 
     course, submitted = hostile_submissions
     _, rejected = batch.discover(submitted, course, [ASSIGNMENT])
@@ -135,7 +137,7 @@ def test_formgrader_autograde_refuses_a_hostile_id_before_nbgrader_writes_it(tmp
     student id is markup: the run fails with the rule, grades.csv has the row as invalid_folder, gradebook.db has
     neither the student nor a submission. The control (nbgrader's own exporter in IntakeGuard's place) shows
     that without the guard nbgrader itself creates both rows before any course step runs."""
-    from grader.generate import generate
+    from grader.course.generate import generate
     from test_workflow import _env, copy_course
 
     course = copy_course(tmp_path / "course")
@@ -173,7 +175,9 @@ def test_the_feedback_page_and_the_report_show_hostile_ids_as_text():
 
     import nbformat
 
-    from grader import feedback, report
+    from grader.submission import feedback
+
+    from grader.classroom import report
 
     student, assignment = "<img src=x onerror=top.__pwned=1>", '"><script>top.__pwned=2</script>'
     result = NotebookResult(student, assignment, f"{assignment}.ipynb", Status.GRADED, "",
@@ -191,7 +195,7 @@ def test_intake_guard_leaves_out_stray_notebooks_and_refuses_hostile_students(tm
     submission is taken out and recorded as invalid_folder; with nothing left, the run fails with the rule."""
     from traitlets.config import Configurable
 
-    from grader.nbgrader_plugins import IntakeGuard, NotGradedByProject
+    from grader.nbgrader_adapter.plugins import IntakeGuard, NotGradedByProject
     from test_workflow import copy_course
 
     course = copy_course(tmp_path / "course")

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from grader import intake, nbgrader_plugins
-from grader.batch import discover
-from grader.gradebook import Gradebook
+from grader.submission import intake
+
+from grader.nbgrader_adapter import plugins as nbgrader_plugins
+from grader.classroom.batch import discover
+from grader.submission.gradebook import Gradebook
 from grader.layout import Course
-from grader.nbgrader_db import _submitted_at
-from grader.pipeline import Job, Settings, finish, prepare
-from grader.report import table
+from grader.nbgrader_adapter.db import _submitted_at
+from grader.submission.pipeline import Job, Settings, finish, prepare
+from grader.classroom.report import table
 from grader.results import Status
 
 FORMULAS = ['=HYPERLINK(CONCAT("http:",CHAR(47),CHAR(47),"127.0.0.1:9"),"x")', "+cmd|' C calc'!A0", "@SUM(1+1)",

@@ -17,9 +17,9 @@ import nbformat
 import pytest
 
 from grader import cells
-from grader.execute import ExecutionFailed, execute
+from grader.course.execute import ExecutionFailed, execute
 from grader.layout import ASSIGNMENTS
-from grader.variants import Scenario, build
+from grader.course.variants import Scenario, build
 
 DOCS = {
     "sharded computation": "https://docs.jax.dev/en/latest/sharded-computation.html",

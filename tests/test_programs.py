@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.pipeline import Settings
+from grader.submission.pipeline import Settings
 from grader.programs import Input, Program
 from grader.programs import runner
 from grader.programs.launch import _run_confined, _sandbox, parse_verdict, run_programs
@@ -99,7 +99,7 @@ def test_a_step_runs_on_the_graders_own_inputs(blobs, tmp_path):
 def test_the_runner_reads_the_instructors_compiled_programs_and_never_writes_them(blobs, tmp_path):
     import dataclasses
 
-    from grader import compile_cache
+    from grader.classroom import compile_cache
     from grader.programs.launch import _request, fresh_inputs
 
     settings, program = settings_for(tmp_path), Program("step", 4, STEP)
@@ -209,7 +209,7 @@ def test_the_runner_is_sealed_like_a_kernel(tmp_path):
 
 
 def test_runs_a_dask_worker_sends_back_are_checked_and_never_replaced_by_local_runs():
-    from grader.cluster import programs_from
+    from grader.classroom.cluster import programs_from
     from grader.programs import Output, ProgramRun, run_to_json
 
     declared = [Program("test-step/step", 4, STEP)]

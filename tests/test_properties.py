@@ -30,14 +30,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS_LIMITS
-from grader import batch, feedback
-from grader.gradebook import path_part
-from grader.judge import Evidence, load_rubric, shown_shape
+from grader.classroom import batch
+from grader.submission import feedback
+from grader.submission.gradebook import path_part
+from grader.submission.judge import Evidence, load_rubric, shown_shape
 from grader.layout import Course
-from grader.pipeline import Job, Settings, prepare
-from grader.records import MIME_TYPE, RecordError, Recorded, decode
+from grader.submission.pipeline import Job, Settings, prepare
+from grader.submission.records import MIME_TYPE, RecordError, Recorded, decode
 from grader.results import NotebookResult, Status
-from grader.variants import Scenario, build
+from grader.course.variants import Scenario, build
 
 pytestmark = pytest.mark.filterwarnings("ignore::nbformat.warnings.MissingIDFieldWarning")
 
@@ -325,7 +326,7 @@ def test_messages_never_quote_learner_chosen_text_or_large_shapes(name, dims):
 def test_a_record_a_check_cannot_compare_fails_its_test_not_the_grader():
     import numpy as np
 
-    from grader.judge import Rubric
+    from grader.submission.judge import Rubric
 
     rubric = Rubric()
     rubric.judges["test-portions"] = lambda e: np.allclose(np.zeros(2), np.zeros(5)[100:102])  # a forged shard index

@@ -295,8 +295,8 @@ def _in_kernel(code: str, *, zygote=None, limits: Limits | None = None, inside=N
 
     import nbformat
 
-    from grader.kernel_run import run_in, start_kernel
-    from grader.pipeline import Settings, confinement
+    from grader.kernel.run import run_in, start_kernel
+    from grader.submission.pipeline import Settings, confinement
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
 
@@ -322,7 +322,7 @@ def _identity(zygote) -> dict:
 @needs_root
 def test_a_forked_kernel_looks_like_an_ordinary_kernel():
     from grader.sandbox import kernel_argv, kernel_environment
-    from grader.zygote import Zygote
+    from grader.sandbox.zygote import Zygote
 
     zygote = Zygote()
     try:
@@ -374,7 +374,7 @@ print(sorted(x.decode() for x in found))
 @needs_root
 def test_forked_kernels_inherit_nothing_of_their_siblings():
     """The fork server never reads a kernel's arguments, so no child finds an earlier child's scratch folder."""
-    from grader.zygote import Zygote
+    from grader.sandbox.zygote import Zygote
 
     zygote = Zygote()
     try:

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from conftest import HOST_CONTACTS, HOST_LISTENERS, all_cases
-from grader.variants import HIDDEN
+from grader.cells import HIDDEN
 from test_xss import active_content, notebook_active_content
 
 CASES = all_cases()

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from coursekit.record import MIME_TYPE, encode
-from grader import intake, restore, scan
-from grader.judge import Evidence, Mismatch, Rubric
-from grader.records import decode, records_of_cell
+from grader.submission import intake, restore, scan
+from grader.submission.judge import Evidence, Mismatch, Rubric
+from grader.submission.records import decode, records_of_cell
 
 
 def _cell_with(*payloads):

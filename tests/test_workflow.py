@@ -43,8 +43,8 @@ def _learner_edit(path: Path) -> str:
 
 
 def test_regenerating_the_course_keeps_the_learners_workspace(tmp_path):
-    from grader.generate import generate
-    from grader.workspace import seed
+    from grader.course.generate import generate
+    from grader.course.workspace import seed
 
     course = copy_course(tmp_path / "course")
     created = seed(course)
@@ -128,7 +128,7 @@ class Server:
 
 
 def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_formgrader(tmp_path):
-    from grader.workspace import instructor_lab, learner_lab, seed
+    from grader.course.workspace import instructor_lab, learner_lab, seed
 
     course = copy_course(tmp_path / "course")
     seed(course)
@@ -369,8 +369,8 @@ def test_grades_entered_in_formgrader_reach_grades_csv_report_and_feedback(grade
 
 
 def test_hand_grades_and_comments_in_feedback_are_inert_text():
-    from grader import feedback
-    from grader.manual_grades import ManualGrade
+    from grader.submission import feedback
+    from grader.nbgrader_adapter.manual_grades import ManualGrade
     from grader.results import NotebookResult, Status
 
     nb = nbformat.v4.new_notebook()
@@ -392,7 +392,7 @@ def _nbgrader(cwd: Path, env: dict, *args: str) -> str:
 def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path):
     import getpass
 
-    from grader.workspace import ensure_exchange, learner_lab
+    from grader.course.workspace import ensure_exchange, learner_lab
 
     course = copy_course(tmp_path / "course")
     ensure_exchange(course)
@@ -433,7 +433,7 @@ def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path
 # --- exact, quiet output ------------------------------------------------------------------------
 
 def test_execute_names_the_cell_that_failed(tmp_path):
-    from grader.execute import ExecutionFailed, execute
+    from grader.course.execute import ExecutionFailed, execute
 
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})

@@ -1,7 +1,7 @@
 """No learner script runs for the instructor, and feedback never shows hidden tests.
 
 A hostile autograded notebook (markdown answer and outputs full of XSS payloads) goes through
-``grader.sanitize`` and ``grader.feedback``; the results are audited here in Python and then loaded
+``grader.submission.sanitize`` and ``grader.submission.feedback``; the results are audited here in Python and then loaded
 in Debian's Chromium (tests/browser/xss.mjs, set up like tests/test_browser.py): the feedback page and
 nbconvert's HTMLExporter rendering (what formgrader shows, lab and classic templates) run none of the
 payloads and keep no active markup, while the unsanitized renderings of the same notebook and answer do
@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from grader import feedback, sanitize
+from grader.submission import feedback, sanitize
 from grader.results import NotebookResult, Status
 from grader.results import TestResult as Outcome  # not collected as a test class
 
@@ -63,7 +63,7 @@ MARKDOWN_PAYLOADS = {
     "data-html-link": f'<a href="data:text/html,<script>{js(21)}</script>">data</a>',
     "base-href": '<base href="http://127.0.0.1:9/pwned-22/">',
 }
-# Math the feedback page renders to MathML on the server (grader.sanitize.tex_to_mathml): latex2mathml copies
+# Math the feedback page renders to MathML on the server (grader.submission.sanitize.tex_to_mathml): latex2mathml copies
 # \text{...}, \href and \style arguments into its output verbatim, so these would be markup without nh3.
 MATH_PAYLOADS = {
     "tex-text-script": f"$\\text{{<script>{js(70)}</script>}}$",

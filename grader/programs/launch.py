@@ -25,7 +25,7 @@ import numpy as np
 import coursekit
 from coursekit.programs import NOT_EXPORTED
 
-from . import Input, Output, Program, ProgramRun
+from grader.programs import Input, Output, Program, ProgramRun
 
 MESH_HINT = "does it build its own mesh or assume the lesson's four devices?"
 RUN_TIMEOUT_S = 90.0  # for all of a notebook's programs: a few compilations of small programs
@@ -170,9 +170,9 @@ def _sandbox(settings, fill_cache: Path | None = None):
     """A confinement for the runner: like a kernel's, plus the grader's own package (read-only).
 
     It reads the sealed compilation cache of the instructor's programs (``settings.compile_cache_dir``); with
-    ``fill_cache`` (only for the instructor's programs, ``grader.compile_cache``) it writes that folder instead.
+    ``fill_cache`` (only for the instructor's programs, ``grader.classroom.compile_cache``) it writes that folder instead.
     """
-    from grader.pipeline import RUNNER_UID_RANGE, leased_uid, memory_group
+    from grader.sandbox.lease import RUNNER_UID_RANGE, leased_uid, memory_group
     from grader.sandbox import Confinement
 
     with contextlib.ExitStack() as stack:
@@ -199,7 +199,7 @@ def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = N
 
     ``runner``: the command to confine instead of ``grader.programs.runner`` (tests; not with a zygote).
     """
-    from grader.kernel_run import kill_uid
+    from grader.sandbox.lease import kill_uid
     from grader.sandbox import read_failure, rootfs, sandbox_arguments
 
     as_root = conf.private_root and os.geteuid() == 0
@@ -211,7 +211,7 @@ def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = N
         (conf.home / "request.json").write_text(json.dumps(request))
         runner = runner or [sys.executable, "-m", "grader.programs.runner"]
         if zygote is not None:  # forked from the kernels' fork server: JAX is imported already
-            from grader.zygote import ForkedProcess
+            from grader.sandbox.zygote import ForkedProcess
 
             process = ForkedProcess(zygote.spawn([*sandbox_arguments(conf), "--", *runner]))
         else:
@@ -248,7 +248,7 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
                  zygote=None, fill_cache: Path | None = None) -> dict[str, ProgramRun]:
     """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
 
-    ``zygote``: the kernels' fork server (``grader.zygote``), to fork the runner from instead of starting it.
+    ``zygote``: the kernels' fork server (``grader.sandbox.zygote``), to fork the runner from instead of starting it.
     ``fill_cache``: a folder the runner writes its compiled programs to (the instructor's programs only).
     """
     rng = np.random.default_rng(secrets.randbits(128))

@@ -35,7 +35,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader.programs.structure import (ALLOWED_CUSTOM_CALLS, COLLECTIVES, Structure, Unreadable,  # noqa: F401
+from grader.programs.structure import (ALLOWED_CUSTOM_CALLS, Structure, # noqa: F401
                                       compiled_collectives, only_written, read_module)
 
 MAX_PROGRAM_BYTES = 4 << 20
@@ -174,7 +174,7 @@ def use_compilation_cache(jax) -> None:
     """Reuse compiled XLA programs from the folder the sandbox binds below this runner's home, when it binds one.
 
     JAX's persistent compilation cache, keyed by a hash of the program, the compile options, the devices and the
-    JAX/XLA versions (``grader.compile_cache``). A folder this process cannot write is only read: nothing is
+    JAX/XLA versions (``grader.classroom.compile_cache``). A folder this process cannot write is only read: nothing is
     written there. Kernels never have this folder: only runners, which report no timings, may read it.
     """
     from grader.sandbox.view import COMPILE_CACHE

@@ -9,9 +9,9 @@
 - ``cgroup``      a memory cgroup per sandbox: the memory limit of all its processes together
 - ``confine``     the steps in order; ``python -m grader.sandbox`` runs them, then the kernel
 """
-from .confine import SANDBOX_FAILED, confine, launch_command, read_failure, sandbox_arguments
-from .limits import Limits, apply_limits
-from .view import KERNEL_HOME, Confinement, kernel_argv, kernel_environment
+from grader.sandbox.confine import SANDBOX_FAILED, confine, launch_command, read_failure, sandbox_arguments
+from grader.sandbox.limits import Limits, apply_limits
+from grader.sandbox.view import KERNEL_HOME, Confinement, kernel_argv, kernel_environment
 
 __all__ = ["SANDBOX_FAILED", "KERNEL_HOME", "Confinement", "Limits", "apply_limits", "confine", "kernel_argv",
            "kernel_environment", "launch_command", "read_failure", "sandbox_arguments"]

@@ -2,7 +2,7 @@
 import os
 import sys
 
-from .confine import confine
+from grader.sandbox.confine import confine
 
 if __name__ == "__main__":
     _, command, env = confine(sys.argv[1:])

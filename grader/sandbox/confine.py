@@ -28,9 +28,9 @@ import json
 import os
 from pathlib import Path
 
-from . import cgroup, namespaces, rootfs, syscalls
-from .limits import Limits, apply_limits
-from .view import Confinement, kernel_argv, kernel_environment
+from grader.sandbox import cgroup, namespaces, rootfs, syscalls
+from grader.sandbox.limits import Limits, apply_limits
+from grader.sandbox.view import Confinement, kernel_argv, kernel_environment
 
 SANDBOX_FAILED = "grader.sandbox could not confine the kernel:"
 

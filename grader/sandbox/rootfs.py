@@ -14,7 +14,7 @@ host or to another kernel) and entered with ``chroot``:
   of its own network namespace (mounted by the namespace's first process);
 - for a program runner only, never a kernel, read only when the grader has one: its folder of compiled XLA
   programs at ``/home/learner/.cache/jax-course-xla`` (``view.COMPILE_CACHE``), filled beforehand by the
-  grader from the instructor's exported programs (writable only in that run, see ``grader.compile_cache``);
+  grader from the instructor's exported programs (writable only in that run, see ``grader.classroom.compile_cache``);
 - writable: ``/home/learner`` (the host's ``{scratch}/home``, a size-capped
   tmpfs of its own, see :func:`mount_home`) and an empty ``/tmp``. Both
   vanish with the namespace or with the scratch folder.
@@ -28,7 +28,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from .view import COMPILE_CACHE
+from grader.sandbox.view import COMPILE_CACHE
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18

@@ -15,7 +15,7 @@ import numpy as np
 
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mismatch, Mistake, Rubric, keeps_inputs, scaled
+from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, keeps_inputs, scaled
 from grader.programs import Input, Program
 
 rubric = Rubric(names={

@@ -2,7 +2,7 @@
 the ring payload and the transfer budget, against the ring formulas computed here."""
 import numpy as np
 
-from grader.judge import Evidence, Mismatch, Mistake
+from grader.submission.judge import Evidence, Mismatch, Mistake
 
 from .rubric import rubric  # noqa: E402
 

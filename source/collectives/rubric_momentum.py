@@ -3,7 +3,7 @@ import numpy as np
 
 from coursekit import data
 from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
-from grader.judge import Evidence, Mismatch, Mistake
+from grader.submission.judge import Evidence, Mismatch, Mistake
 from grader.programs import Input, Program
 
 from .rubric import gradient, own_or_reference, portions_close, program_meshes, rubric  # noqa: E402

@@ -13,7 +13,7 @@ import numpy as np
 from coursekit import data
 from coursekit.checks import NO_HOST_COPY
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
+from grader.submission.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
 from grader.programs import Input, Program
 
 rubric = Rubric(names={

@@ -13,7 +13,7 @@ import numpy as np
 from coursekit import data
 from coursekit.checks import NO_HOST_COPY
 from coursekit.meshes import sub_mesh_sizes
-from grader.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
+from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
 from grader.programs import Input, Program
 
 rubric = Rubric(names={

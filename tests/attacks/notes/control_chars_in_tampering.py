@@ -17,10 +17,10 @@ from pathlib import Path
 root = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(root))
 import nbformat
-from grader.gradebook import Gradebook
+from grader.submission.gradebook import Gradebook
 from grader.layout import Course
-from grader.pipeline import Job, Settings, prepare
-from grader.report import table
+from grader.submission.pipeline import Job, Settings, prepare
+from grader.classroom.report import table
 from grader.results import Status
 
 course = Course(root)

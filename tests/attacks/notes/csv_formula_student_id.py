@@ -1,7 +1,7 @@
 """grades.csv formula injection through learner-controlled strings (no kernel runs).
 
 A submission folder named like a spreadsheet formula is a valid student id
-(grader.batch.valid_id only asks for printable, no slash/backslash, no leading
+(grader.classroom.batch.valid_id only asks for printable, no slash/backslash, no leading
 dot). The row is written to grades.csv verbatim by Gradebook.write_tables
 (csv.DictWriter, no neutralising of a leading = + - @ TAB CR), so when the
 instructor opens grades.csv in Excel/LibreOffice/Sheets the cell is evaluated.
@@ -16,8 +16,8 @@ Expect (what the grader SHOULD do): no cell of grades.csv starts with = + - @ (o
 import csv, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from grader.batch import discover
-from grader.gradebook import Gradebook
+from grader.classroom.batch import discover
+from grader.submission.gradebook import Gradebook
 from grader.layout import Course
 
 root = Path(__file__).resolve().parents[3]
@@ -33,7 +33,7 @@ for name in [evil, "+cmd|' /C calc'!A0".replace("/", ""), "@SUM(1+1)*cmd|'calc'!
 (sub / "bob" / "=1+cmd|' C calc'!A0").mkdir()
 jobs, rejected = discover(sub, course)
 book = Gradebook(base / "out")
-from grader.pipeline import Settings, prepare, finish
+from grader.submission.pipeline import Settings, prepare, finish
 settings = Settings(out=base / "out")
 for job in jobs:  # valid ids ('/' is refused by valid_id, so the formulas use CHAR(47)); finish() records the row
     finish(prepare(job, course, settings), None, course, settings)

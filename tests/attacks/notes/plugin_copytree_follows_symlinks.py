@@ -1,4 +1,4 @@
-"""formgrader's Autograde (grader.nbgrader_plugins.ProjectAutograde) dereferences symbolic links in a submission.
+"""formgrader's Autograde (grader.nbgrader_adapter.plugins.ProjectAutograde) dereferences symbolic links in a submission.
 
 `python -m grader grade` refuses a submitted notebook that is a symbolic link (intake.locate, lstat) and a
 student or assignment folder that is one (batch.discover). But ProjectAutograde.preprocess first copies the
@@ -21,10 +21,10 @@ import subprocess, sys, tempfile, types
 from pathlib import Path
 root = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(root))
-from grader import nbgrader_plugins
-from grader.batch import grade_all
+from grader.nbgrader_adapter import plugins as nbgrader_plugins
+from grader.classroom.batch import grade_all
 from grader.layout import Course
-from grader.pipeline import Settings
+from grader.submission.pipeline import Settings
 
 base = Path(tempfile.mkdtemp())
 submitted = base / "submitted" / "mallory" / "collectives"

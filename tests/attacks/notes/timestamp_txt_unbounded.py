@@ -15,7 +15,7 @@ import os, resource, subprocess, sys, tempfile, threading
 from pathlib import Path
 root = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(root))
-from grader.nbgrader_db import _submitted_at
+from grader.nbgrader_adapter.db import _submitted_at
 
 base = Path(tempfile.mkdtemp())
 for student in ("fifo", "zero", "forged"):
@@ -32,7 +32,7 @@ child = subprocess.run([sys.executable, "-c", f"""
 import resource, sys; sys.path.insert(0, {str(root)!r})
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from pathlib import Path
-from grader.nbgrader_db import _submitted_at
+from grader.nbgrader_adapter.db import _submitted_at
 _submitted_at(Path({str(base)!r}), "zero", "collectives")
 """], capture_output=True, text=True, timeout=120)
 print("/dev/zero link: child ended with", child.returncode, child.stderr.strip().splitlines()[-1:] )

@@ -3,7 +3,7 @@
 # expect-status: suspicious
 # expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps test-transfer test-quiz
 # %% cell train-step
-get_ipython()._hooks_snapshot = lambda: None  # grader.hooks.RESTORE now restores nothing
+get_ipython()._hooks_snapshot = lambda: None  # grader.kernel.hooks.RESTORE now restores nothing
 import ast as _ast
 
 import coursekit.record as _recorder

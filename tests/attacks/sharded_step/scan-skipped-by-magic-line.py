@@ -1,10 +1,10 @@
-# scenario: forge-hooks-snapshot-replaced with one IPython line magic (%xmode Plain) on top of the cell: grader/scan.py's ast.parse fails on the magic and the whole cell is skipped as 'not Python', so nothing is flagged and the forged quiz record earns its point under status graded, with no review flag
+# scenario: forge-hooks-snapshot-replaced with one IPython line magic (%xmode Plain) on top of the cell: grader/submission/scan.py's ast.parse fails on the magic and the whole cell is skipped as 'not Python', so nothing is flagged and the forged quiz record earns its point under status graded, with no review flag
 # base: student
 # expect-status: suspicious
 # expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps test-transfer test-quiz
 # %% cell train-step
 %xmode Plain
-get_ipython()._hooks_snapshot = lambda: None  # grader.hooks.RESTORE now restores nothing
+get_ipython()._hooks_snapshot = lambda: None  # grader.kernel.hooks.RESTORE now restores nothing
 import ast as _ast
 
 import coursekit.record as _recorder

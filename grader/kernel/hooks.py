@@ -6,7 +6,7 @@ rebind the recorder, so that code of theirs runs inside a test cell's execution
 and publishes records there (a quiz answer that was never set, values for a test
 that crashed). The grader sends ``SNAPSHOT`` silently before the first cell, asks
 for ``IDENTITY`` with it, and evaluates ``restore(identity)`` as a user expression
-of an empty cell before every test cell (``grader.kernel_run``).
+of an empty cell before every test cell (``grader.kernel.run``).
 
 What the reset resolves, and how:
 
@@ -41,7 +41,7 @@ runs (the kernel's ``do_execute``, the shell's ``user_expressions``), or edits
 memory through ``ctypes``, can answer the reset itself. Where the lesson is a
 program, the evidence is the program itself, run outside the kernel
 (``grader.programs``); the scan flags the names such code needs
-(``grader.scan``).
+(``grader.submission.scan``).
 """
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def restore(identity: tuple[str, str, str, str] | None) -> str:
     ``object``, its ``__repr__`` and ``__subclasses__`` through attributes of built-in types, finds the holder class
     by its address, and calls its function only if the function, its code object and its saved state are the
     objects ``SNAPSHOT`` made; otherwise it fails (``1 // 0``, an IndexError), and so does the test cell it ran
-    before (``grader.kernel_run``)."""
+    before (``grader.kernel.run``)."""
     if identity is None:
         return "1 // 0"  # no snapshot was taken: the reset cannot be trusted, so every test cell is flagged
     holder, function, code, state = (repr(part) for part in identity)

@@ -22,8 +22,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .intake import escape_controls
-from .results import NotebookResult, Status
+from grader.submission.intake import escape_controls
+from grader.results import NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
 ATTEMPTS = "grader_attempts"
@@ -142,7 +142,7 @@ class Gradebook:
 
     def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:
         """grades.csv and results.json; ``manual`` maps (student, assignment, notebook) to the points graded by
-        hand (``grader.manual_grades``), None where some are still to grade."""
+        hand (``grader.nbgrader_adapter.manual_grades``), None where some are still to grade."""
         manual = manual or {}
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")

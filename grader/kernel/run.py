@@ -17,15 +17,17 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from . import cells, hooks, messages
-from .sandbox import Confinement, cgroup, launch_command, read_failure, rootfs
+from grader import cells
+
+from grader.kernel import hooks, messages
+from grader.sandbox.lease import kill_uid
+from grader.sandbox import Confinement, cgroup, launch_command, read_failure, rootfs
 
 # Events after which the kernel is gone (or must not continue); a MemoryError
 # inside Python is recorded but the remaining cells still run.
@@ -108,29 +110,6 @@ def _kill_group(km: AsyncKernelManager) -> None:
         process.kill()
 
 
-def kill_uid(uid: int) -> int:
-    """Kill every process of the slot's uid: children that left the process group too."""
-    if os.geteuid() != 0:
-        return 0
-    killed = 0
-    for _ in range(5):  # a forking process may create more while we sweep
-        found = 0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    found += 1
-            except (ProcessLookupError, FileNotFoundError, PermissionError):
-                continue
-        killed += found
-        if not found:
-            break
-        time.sleep(0.05)
-    return killed
-
-
 def _kernel_log(conf: Confinement) -> str:
     try:
         return conf.log_file.read_text(errors="replace")[-20000:]
@@ -168,7 +147,7 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
                                    connection_file=str(conf.connection_file()))
         km.confinement = conf
         if zygote is not None:  # fork the kernel from a process that has imported everything already
-            from .zygote import ForkProvisioner
+            from grader.sandbox.zygote import ForkProvisioner
 
             km.kernel_id = str(uuid.uuid4())
             km.provisioner = ForkProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
@@ -241,7 +220,7 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
 
 
 async def _silently(client, code: str, expressions: dict | None = None) -> dict | None:
-    """Run grader code in the kernel without history, hooks or outputs (``grader.hooks``); its reply's content
+    """Run grader code in the kernel without history, hooks or outputs (``grader.kernel.hooks``); its reply's content
     when it succeeded, else None (a kernel too busy or dead for this fails its next cell anyway)."""
     try:
         reply = await client.kc.execute_interactive(code, silent=True, store_history=False, timeout=30,
@@ -253,7 +232,7 @@ async def _silently(client, code: str, expressions: dict | None = None) -> dict 
 
 
 async def _reset_hooks(client, identity: tuple[str, str, str, str] | None) -> bool:
-    """Put the kernel's hooks back (``grader.hooks``); whether that ran and succeeded.
+    """Put the kernel's hooks back (``grader.kernel.hooks``); whether that ran and succeeded.
 
     The reset is a user expression of an empty cell, never the cell's code: IPython passes a cell's code, silent
     or not, through the input and AST transformers, so a transformer the learner registered could rewrite the

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import nbformat
 
-from .feedback import render
-from .gradebook import Gradebook
-from .results import NotebookResult
+from grader.submission.feedback import render
+from grader.submission.gradebook import Gradebook
+from grader.results import NotebookResult
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def feedback_page(root: Path, student: str, assignment: str, notebook: str, db_u
 
 def refresh(out: Path, db_url: str | None) -> tuple[list[NotebookResult], dict]:
     """Rewrite grades.csv, results.json and the feedback pages of hand-graded notebooks with the hand grades."""
-    from .gradebook import atomic_write
+    from grader.submission.gradebook import atomic_write
 
     book = Gradebook(out)
     results = book.all_results()

@@ -104,7 +104,7 @@ class Fill:
 
 
 def _parameterized(path: Path, settings):
-    from .restore import inject_parameters
+    from grader.submission.restore import inject_parameters
 
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, {"num_devices": settings.num_devices, "platform": settings.platform, "figures_dir": "figures"})
@@ -112,7 +112,7 @@ def _parameterized(path: Path, settings):
 
 
 def fills(course, assignments: list[str], settings) -> dict[str, Fill]:
-    from .pipeline import declared_programs
+    from grader.submission.pipeline import declared_programs
 
     return {a: Fill(_parameterized(course.source_notebook(a), settings), declared_programs(course, a, settings.num_devices))
             for a in assignments}
@@ -121,9 +121,9 @@ def fills(course, assignments: list[str], settings) -> dict[str, Fill]:
 async def _fill_one(name: str, fill: Fill, settings, zygote, staging: Path) -> str | None:
     """The instructor's notebook in a sealed kernel that reads and writes no cache; the programs its hidden
     tests exported in a runner that writes ``staging``."""
-    from .kernel_run import run_in, start_kernel
-    from .pipeline import confinement, recorded_programs
-    from .programs.launch import run_programs
+    from grader.kernel.run import run_in, start_kernel
+    from grader.submission.pipeline import confinement, recorded_programs
+    from grader.programs.launch import run_programs
 
     if not fill.declared:
         return None
@@ -196,7 +196,7 @@ _WORKER_LOCK = threading.Lock()
 
 def fill_request(course, assignments: list[str], settings) -> dict:
     """What a worker needs to fill its own cache: the instructor's notebooks and the programs they declare."""
-    from .programs import program_to_json
+    from grader.programs import program_to_json
 
     return {"key": folder_key(course, assignments, settings),
             "fills": {a: {"instructor": nbformat.writes(f.instructor), "declared": [program_to_json(p) for p in f.declared]}
@@ -206,7 +206,7 @@ def fill_request(course, assignments: list[str], settings) -> dict:
 def worker_folder(request: dict, settings, zygote) -> Path | None:
     """This worker's sealed cache folder for ``request`` (``fill_request``), filled by its first task; None
     when it could not be filled (the kernels then compile their own programs, as without a cache)."""
-    from .programs import program_from_json
+    from grader.programs import program_from_json
 
     key = str(request["key"])
     with _WORKER_LOCK:

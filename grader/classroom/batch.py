@@ -1,6 +1,6 @@
 """Grade a folder of submissions, several at a time, resumably.
 
-Kernels are forked from one fork server per run (``grader.zygote``), so the
+Kernels are forked from one fork server per run (``grader.sandbox.zygote``), so the
 imports are paid once, and each worker starts its next kernel while the
 current notebook runs; every kernel still runs exactly one notebook.
 
@@ -32,15 +32,15 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells, identifiers
-from .gradebook import Gradebook
-from .intake import InvalidSubmission, fingerprint, locate, shown_name
-from .judge import load_rubric
-from .kernel_run import SandboxError, run_in, start_kernel, stop_kernel
-from .layout import Course
-from .pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
-from .results import NotebookResult, Status, TestResult
-from .zygote import Zygote
+from grader import cells, identifiers
+from grader.submission.gradebook import Gradebook
+from grader.submission.intake import InvalidSubmission, fingerprint, locate, shown_name
+from grader.submission.judge import load_rubric
+from grader.kernel.run import SandboxError, run_in, start_kernel, stop_kernel
+from grader.layout import Course
+from grader.submission.pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
+from grader.results import NotebookResult, Status, TestResult
+from grader.sandbox.zygote import Zygote
 
 MAX_ID_CHARS = identifiers.MAX_CHARS  # under nbgrader's 128-character gradebook column
 PASSED_OVER = {".ipynb_checkpoints"}  # Jupyter's autosave folders: never a submission
@@ -280,7 +280,7 @@ def _with_compile_cache(course: Course, settings: Settings, todo: list[Job], wor
         return settings
     import dataclasses
 
-    from . import compile_cache
+    from grader.classroom import compile_cache
 
     assignments = compile_cache.worth_filling([job.assignment_id for job in todo])
     if not assignments:

@@ -2,7 +2,7 @@
 
 This is the trusted path: the instructor's own notebooks, executed as they are,
 with papermill parameters (``num_devices``, ``platform``, ``figures_dir``).
-Learners' submissions go through ``grader.pipeline`` instead.
+Learners' submissions go through ``grader.submission.pipeline`` instead.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A fork server for kernels: pay the imports once, fork a fresh kernel per notebook.
 
 Starting a kernel costs about 1.8 s of CPU, most of it importing IPython,
-ipykernel, NumPy and JAX. ``python -m grader.zygote`` imports them once and
+ipykernel, NumPy and JAX. ``python -m grader.sandbox.zygote`` imports them once and
 then, for each request on stdin (the arguments of ``grader.sandbox``), forks a
 child that applies every confinement step of ``grader.sandbox.confine`` to
 itself and runs the kernel in-process. Each child runs exactly one notebook
@@ -36,7 +36,7 @@ PRELOAD = ("numpy", "jax", "jax.numpy", "IPython", "ipykernel.kernelapp", "matpl
 RUNNER = ["-m", "grader.programs.runner"]
 
 
-# -- the server (runs as ``python -m grader.zygote``) -------------------------
+# -- the server (runs as ``python -m grader.sandbox.zygote``) -------------------------
 def _reap(signum, frame) -> None:
     while True:
         try:
@@ -58,11 +58,10 @@ def _child(argv: list[str]) -> None:
     os.environ.clear()
     os.environ.update(env)
     if command[1:] == RUNNER:  # not a kernel: the grader's program runner, confined the same way
-        from pathlib import Path
+        import runpy
 
-        from grader.programs.runner import main
-
-        main(Path.cwd())
+        sys.argv = [RUNNER[1]]  # the runner reads request.json from its working folder
+        runpy.run_module(RUNNER[1], run_name="__main__", alter_sys=True)
         return
     become(command, importlib.util.find_spec("ipykernel_launcher").origin)
     for name in [n for n in sys.modules if n == "grader" or n.startswith("grader.")]:
@@ -145,7 +144,7 @@ class Zygote:
         self._lock = threading.Lock()
         read_end, self._args = os.pipe()
         self._process = subprocess.Popen(
-            padded_server_argv([sys.executable, "-m", "grader.zygote", str(read_end)], kernel),
+            padded_server_argv([sys.executable, "-m", "grader.sandbox.zygote", str(read_end)], kernel),
             env=kernel_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             pass_fds=(read_end,),
         )

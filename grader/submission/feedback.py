@@ -28,9 +28,11 @@ import builtins
 import html
 import re
 
-from . import cells, sanitize
-from .results import NotebookResult
-from .variants import HIDDEN
+from grader import cells
+
+from grader.submission import sanitize
+from grader.results import NotebookResult
+from grader.cells import HIDDEN
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 WITHHELD = "output withheld: produced after hidden tests had run"
@@ -96,7 +98,7 @@ def _output_html(output, text: _Text) -> str:
 
 
 def _manual_html(manual, text: _Text) -> str:
-    """The answers graded by hand in formgrader (``grader.manual_grades.ManualGrade``), with the comments."""
+    """The answers graded by hand in formgrader (``grader.nbgrader_adapter.manual_grades.ManualGrade``), with the comments."""
     rows = "".join(
         f"<tr><td>{text(g.grade_id)}</td><td>{'to be graded' if g.score is None else f'{g.score:g}'} / "
         f"{g.max_score:g}</td><td>{text(g.comment)}</td></tr>" for g in manual)

@@ -1,8 +1,8 @@
 """The gradebook as a console table."""
 from __future__ import annotations
 
-from .intake import shown_name
-from .results import NotebookResult
+from grader.submission.intake import shown_name
+from grader.results import NotebookResult
 
 
 def table(results: list[NotebookResult], manual: dict | None = None) -> str:

@@ -70,7 +70,7 @@ class NotGradedByProject(RuntimeError):
 
 
 def _course_root(configured: str) -> Path:
-    from .layout import Course
+    from grader.layout import Course
 
     return Path(configured).resolve() if configured else Course.default().root
 
@@ -103,8 +103,8 @@ class IntakeGuard(NotebookExporter):
         work = getattr(converter, "assignments", None)
         if not isinstance(work, dict) or not hasattr(converter, "_format_source"):
             return
-        from . import identifiers
-        from .intake import shown_name
+        from grader import identifiers
+        from grader.submission.intake import shown_name
 
         pattern = converter._format_source("(?P<assignment_id>.*)", "(?P<student_id>.*)", escape=True)
         refused = []
@@ -154,11 +154,11 @@ class ProjectAutograde(Preprocessor):
         return True
 
     def preprocess(self, nb, resources):
-        from . import intake
+        from grader.submission import intake
 
         ids = resources["nbgrader"]
         student, assignment, notebook = ids["student"], ids["assignment"], ids["notebook"]
-        from . import identifiers
+        from grader import identifiers
 
         for kind, name in (("student id", student), ("assignment id", assignment), ("notebook name", notebook)):
             if not identifiers.valid(name):  # IntakeGuard refuses these first; this step never grades one either
@@ -178,7 +178,7 @@ class ProjectAutograde(Preprocessor):
         if done.returncode != 0:
             raise NotGradedByProject(f"the course's grader failed on {student}/{assignment}:\n{done.stderr[-3000:]}")
         self.log.info("graded %s/%s with the course's grader", student, assignment)
-        from .gradebook import Gradebook
+        from grader.submission.gradebook import Gradebook
 
         graded = Gradebook(root).autograded_path(student, assignment, f"{notebook}.ipynb")
         if graded.exists():
@@ -204,7 +204,7 @@ class ProjectFeedback(Exporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         nb_copy, resources = super().from_notebook_node(nb, resources, **kw)
         ids = resources["nbgrader"]
-        from .manual_grades import feedback_page
+        from grader.nbgrader_adapter.manual_grades import feedback_page
 
         page = feedback_page(_course_root(self.course_root), ids["student"], ids["assignment"],
                              f"{ids['notebook']}.ipynb", ids.get("db_url"))

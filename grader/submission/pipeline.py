@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import html
 import shutil
 import sys
@@ -28,18 +27,22 @@ import nbformat
 
 import coursekit
 
-from . import cells, intake, restore, scan
-from .feedback import render
-from .gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
-from .judge import Evidence, load_rubric, visible_check
-from .kernel_run import Execution
-from .programs import Program, ProgramRun
-from .programs.launch import run_programs
-from .layout import Course
-from .records import records_of_cell
-from .results import NotebookResult, Status, TestResult
-from .sandbox import Confinement, Limits, cgroup
-from .sanitize import sanitize_notebook
+from grader import cells
+
+from grader.submission import intake, restore, scan
+from grader.submission.feedback import render
+from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
+from grader.submission.judge import Evidence, load_rubric
+from grader.submission.visible_checks import visible_check
+from grader.kernel.run import Execution
+from grader.sandbox.lease import leased_uid, memory_group
+from grader.programs import Program, ProgramRun
+from grader.programs.launch import run_programs
+from grader.layout import Course
+from grader.submission.records import records_of_cell
+from grader.results import NotebookResult, Status, TestResult
+from grader.sandbox import Confinement, Limits
+from grader.submission.sanitize import sanitize_notebook
 
 
 @dataclass
@@ -59,7 +62,7 @@ class Settings:
     confine: bool = True
     prewarm: bool = True  # start each worker's next kernel while the current one runs
     fork_server: bool = True  # fork kernels from a process that imported the libraries once
-    compile_cache: bool = True  # program runners read the instructor's programs compiled beforehand (grader.compile_cache)
+    compile_cache: bool = True  # program runners read the instructor's programs compiled beforehand (grader.classroom.compile_cache)
     compile_cache_dir: Path | None = None  # that folder, once filled and sealed (bound into program runners only)
 
 
@@ -216,34 +219,6 @@ def learner_flags(nb, deadline: intake.Deadline | None = None) -> list[str]:
     return scan.learner_flags(nb, deadline)
 
 
-UID_RANGE = range(61000, 62000)
-RUNNER_UID_RANGE = range(62000, 62500)  # program runners: never a uid a kernel's leftovers may still hold
-UID_LOCKS = Path(tempfile.gettempdir()) / "grader-uid-locks"
-
-
-@contextlib.contextmanager
-def leased_uid(uids: range = UID_RANGE):
-    """An unprivileged uid no other grading process on this machine is using.
-
-    The grader kills every process of a finished kernel's uid, so two runs
-    must never share one; an flock per uid arbitrates across processes.
-    """
-    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    for uid in uids:
-        handle = open(UID_LOCKS / str(uid), "w")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        try:
-            yield uid
-        finally:
-            handle.close()
-        return
-    raise RuntimeError("no free sandbox uid")
-
-
 @contextlib.asynccontextmanager
 async def confinement(settings: Settings):
     """A fresh scratch folder and, under root, a leased uid, for one kernel."""
@@ -256,16 +231,9 @@ async def confinement(settings: Settings):
             # The kernel sees Python, the environment and the public kernel helpers; nothing else.
             conf.private_root = True
             conf.keep = [Path(sys.prefix), Path(sys.base_prefix), Path(coursekit.__file__).resolve().parent]
-            # No compilation cache: a kernel could tell a hit from a miss (grader.compile_cache).
+            # No compilation cache: a kernel could tell a hit from a miss (grader.classroom.compile_cache).
             conf.cgroup = memory_group(stack, conf)
         yield conf
-
-
-def memory_group(stack: contextlib.ExitStack, conf: Confinement) -> Path | None:
-    """The sandbox's own memory cgroup (removed when ``stack`` closes, after its processes were killed)."""
-    group = cgroup.create(conf.tag, conf.limits.memory_mb)
-    stack.callback(cgroup.remove, group)
-    return group
 
 
 def declared_programs(course: Course, assignment: str, num_devices: int) -> list[Program]:

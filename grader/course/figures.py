@@ -9,8 +9,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from .execute import execute
-from .layout import Course
+from grader.course.execute import execute
+from grader.layout import Course
 
 _NUMBER = re.compile(r"-?\d+\.\d+")
 

@@ -108,7 +108,7 @@ def _install(settings: dict, root: Path) -> None:
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "grader.formgrader_guard"}]
+    return [{"module": "grader.nbgrader_adapter.formgrader_guard"}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
@@ -125,4 +125,4 @@ def _load_jupyter_server_extension(serverapp) -> None:
         init_tornado_settings._course_escaping = True
         FormgradeExtension.init_tornado_settings = init_tornado_settings
     _install(settings, root)  # formgrader loaded before this extension
-    serverapp.log.info("formgrader pages escape what they print (grader.formgrader_guard)")
+    serverapp.log.info("formgrader pages escape what they print (grader.nbgrader_adapter.formgrader_guard)")

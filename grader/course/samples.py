@@ -6,8 +6,8 @@ import csv
 import tempfile
 from pathlib import Path
 
-from .layout import Course
-from .variants import parse, write_submission
+from grader.layout import Course
+from grader.course.variants import parse, write_submission
 
 
 def scenario_files(course: Course) -> list[tuple[str, Path]]:

@@ -17,8 +17,8 @@ import copy
 
 import nbformat
 
-from . import cells
-from .intake import shown_name
+from grader import cells
+from grader.submission.intake import shown_name
 
 
 def _norm(text: str) -> str:

@@ -14,11 +14,11 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
-from . import identifiers
-from .generate import generate
-from .intake import read_small_text
-from .layout import Course
-from .results import NotebookResult
+from grader import identifiers
+from grader.course.generate import generate
+from grader.submission.intake import read_small_text
+from grader.layout import Course
+from grader.results import NotebookResult
 
 
 def _submitted_at(submissions: Path | None, student: str, assignment: str):

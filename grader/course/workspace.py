@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .layout import Course
+from grader.layout import Course
 
 WORKSPACE = "workspace"
 LEARNER_CONFIG = Path("lab") / "learner"
@@ -95,7 +95,7 @@ def register_assignments(course: Course) -> list[str]:
     """
     import sqlite3
 
-    from .generate import generate
+    from grader.course.generate import generate
 
     db = course.root / "gradebook.db"
     known: set[str] = set()
@@ -119,5 +119,5 @@ def instructor_lab(course: Course, extra: list[str] = ()) -> tuple[list[str], di
     argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={course.root}",
             "--LabApp.default_url=/formgrader", *_root_flag(), *extra]
     # lab/instructor/jupyter_server_config.py: formgrader's pages escape what they print, and the server sends a
-    # Content-Security-Policy (grader/formgrader_guard.py)
+    # Content-Security-Policy (grader/nbgrader_adapter/formgrader_guard.py)
     return argv, _jupyter_env(course.root / INSTRUCTOR_CONFIG), course.root

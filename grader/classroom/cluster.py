@@ -7,10 +7,10 @@ autograded notebook, feedback and gradebook). Only the execution travels: each
 Dask task is :func:`execute_notebook`, a plain function of JSON data (the
 rebuilt notebook as nbformat JSON text, the limits as a dict, the confine
 flag) that returns JSON data (the executed notebook and the fields of
-:class:`~grader.kernel_run.Execution`). A worker therefore needs the course
+:class:`~grader.kernel.run.Execution`). A worker therefore needs the course
 environment (the installed ``grader`` and ``coursekit`` packages) and that
 payload; it never sees a rubric or any other submission. To fill a compilation cache of its own
-(``grader.compile_cache.worker_folder``), each worker also receives the instructor's notebooks of the
+(``grader.classroom.compile_cache.worker_folder``), each worker also receives the instructor's notebooks of the
 assignments graded, once per run (broadcast with ``client.scatter``): workers are trusted like the
 instructor's machine, and only sealed kernels run there.
 
@@ -38,38 +38,33 @@ every ``grader_error``).
 """
 from __future__ import annotations
 
-import asyncio
-import atexit
 import copy
 import json
 import math
-import os
-import stat
 import sys
-import tempfile
-import threading
 import time
-import traceback
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
-from .batch import outstanding
-from .certs import Deployment
-from .compile_cache import fill_request, worker_folder, worth_filling
-from .gradebook import Gradebook
-from .kernel_run import Execution, SandboxError, run_in, start_kernel
-from .layout import Course
-from .pipeline import (Settings, by_test, confinement, declared_programs, finish, grader_error, prepare,
-                       recorded_programs)
-from .programs import ProgramRun, program_from_json, program_to_json, run_to_json
-from .programs.launch import run_from_json, run_programs
-from .results import NotebookResult
-from .sandbox import Limits
+from grader.classroom.batch import outstanding
+from grader.classroom.compile_cache import fill_request, worth_filling
+from grader.submission.gradebook import Gradebook
+from grader.kernel.run import Execution
+from grader.layout import Course
+from grader.submission.pipeline import Settings, by_test, declared_programs, finish, grader_error, prepare
+from grader.programs import ProgramRun, program_to_json
+from grader.programs.launch import run_from_json
+from grader.results import NotebookResult
+from grader.sandbox import Limits
+# The cluster's public names include its transport's (python -m grader grade --scheduler, the recipes in docs/how-to).
+from grader.classroom.tls import (PLAIN_TCP, InsecureCluster, check_transport, client_security, client_security_from_dir,
+                                  deployment_security)
+from grader.classroom.worker import NothingRan, execute_notebook
+
 
 RETRIES = 2  # only for failures before any learner code ran (see module docstring)
-STARTED = "grader-started"
 
 # What a worker may send back (see execution_from).
 RESULT_KEYS = frozenset({"notebook", "stopped", "message", "stopped_at_cell", "events", "seconds", "programs",
@@ -81,255 +76,10 @@ MAX_TEXT = 4000  # characters kept of a message or an event
 MAX_TRACEBACK = 50_000
 MAX_SECONDS = 7 * 24 * 3600.0
 
-PLAIN_TCP = (
-    "refusing to use the Dask scheduler at {address!r}: it is not a tls:// address, so the connection is neither "
-    "encrypted nor authenticated, and any process that can reach that scheduler can run its own code in every "
-    "worker (distributed.Client(address).run(f)) and change the grades. Create certificates with "
-    "`python -m grader certs DIR`, start `dask scheduler` and `dask worker` with --tls-ca-file, --tls-cert and "
-    "--tls-key (README, \"On a cluster (Dask)\"), and pass --scheduler tls://HOST:PORT --tls-dir DIR. "
-    "To use an unauthenticated cluster anyway (only on a network that nothing else can reach), add --insecure-cluster."
-)
-
-
-class NothingRan(RuntimeError):
-    """The worker could not start a confined kernel; the submission never ran (safe to retry)."""
-
 
 class WorkerFailed(RuntimeError):
     """The worker reported a failure after the notebook had started, or sent back something malformed;
     recorded as grader_error."""
-
-
-class InsecureCluster(ValueError):
-    """The scheduler address or the security settings would connect without mutual TLS."""
-
-
-# ---------------------------------------------------------------- TLS
-
-
-def _private_file(path, what: str) -> str:
-    path = Path(path)
-    try:
-        mode = path.stat().st_mode
-    except OSError as error:
-        raise FileNotFoundError(f"{what} {path}: {error.strerror or error}") from None
-    if not stat.S_ISREG(mode):
-        raise FileNotFoundError(f"{what} {path} is not a file")
-    if not os.access(path, os.R_OK):
-        raise PermissionError(f"{what} {path} is not readable by this user")
-    return str(path)
-
-
-def _key_file(path, what: str) -> str:
-    text = _private_file(path, what)
-    mode = stat.S_IMODE(Path(path).stat().st_mode)
-    if mode & 0o077:
-        raise PermissionError(f"{what} {path} has mode {mode:04o}: a private key must be readable by its owner only "
-                              f"(chmod 600 {path})")
-    return text
-
-
-def client_security(ca, cert, key):
-    """The instructor's ``distributed.Security``: mutual TLS with this CA, this client certificate and key."""
-    from distributed.security import Security
-
-    return Security(require_encryption=True, tls_ca_file=_private_file(ca, "CA certificate"),
-                    tls_client_cert=_private_file(cert, "client certificate"),
-                    tls_client_key=_key_file(key, "client key"))
-
-
-def client_security_from_dir(folder):
-    """:func:`client_security` for a folder written by ``python -m grader certs``."""
-    d = Deployment(Path(folder))
-    return client_security(d.ca, d.client_cert, d.client_key)
-
-
-def deployment_security(folder):
-    """A ``distributed.Security`` for every role, from a folder written by ``python -m grader certs``.
-
-    For a cluster that this process starts itself (``LocalCluster``, dask-jobqueue's ``SLURMCluster``,
-    both with ``protocol="tls://"``): the scheduler and the workers use the cluster certificate, this
-    process's client the client certificate.
-    """
-    from distributed.security import Security
-
-    d = Deployment(Path(folder))
-    cluster_cert = _private_file(d.cluster_cert, "cluster certificate")
-    cluster_key = _key_file(d.cluster_key, "cluster key")
-    return Security(require_encryption=True, tls_ca_file=_private_file(d.ca, "CA certificate"),
-                    tls_scheduler_cert=cluster_cert, tls_scheduler_key=cluster_key,
-                    tls_worker_cert=cluster_cert, tls_worker_key=cluster_key,
-                    tls_client_cert=_private_file(d.client_cert, "client certificate"),
-                    tls_client_key=_key_file(d.client_key, "client key"))
-
-
-def check_transport(scheduler, security=None, *, insecure: bool = False) -> None:
-    """Raise :class:`InsecureCluster` unless talking to ``scheduler`` is mutual TLS (or ``insecure``)."""
-    if insecure:
-        return
-    if isinstance(scheduler, str):
-        address = scheduler
-    else:  # a cluster object: LocalCluster, KubeCluster, SLURMCluster
-        address = str(getattr(scheduler, "scheduler_address", ""))
-        if security is None:
-            security = getattr(scheduler, "security", None)
-    if not address.startswith("tls://"):
-        raise InsecureCluster(PLAIN_TCP.format(address=address))
-    if (security is None or not getattr(security, "require_encryption", False)
-            or not getattr(security, "tls_ca_file", None) or not getattr(security, "tls_client_cert", None)):
-        raise InsecureCluster(f"the scheduler at {address!r} needs this deployment's certificates: pass --tls-dir DIR "
-                              f"(from `python -m grader certs DIR`) or --tls-ca, --tls-cert and --tls-key")
-
-
-# ---------------------------------------------------------------- on the worker
-
-
-def _claim_attempt() -> str | None:
-    """Mark this task as started in the scheduler; say so if an earlier attempt already started it.
-
-    Returns the address of the worker of an earlier attempt, or None for the first attempt
-    (or when not running on a Dask worker at all).
-    """
-    try:
-        from distributed import get_client, get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        return None
-    key = worker.get_current_task()
-    client = get_client()
-    earlier = client.get_metadata([key, STARTED], default=None)
-    if earlier:
-        return str(earlier)
-    client.set_metadata([key, STARTED], worker.address)
-    return None
-
-
-def _release_attempt() -> None:
-    """Forget the start mark: the attempt failed before running anything, so a retry is safe."""
-    try:
-        from distributed import get_client, get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        return
-    get_client().set_metadata([worker.get_current_task(), STARTED], None)
-
-
-def _exposed_worker_key() -> str | None:
-    """The worker's TLS key file, if other users (a kernel's uid) could read it; else None."""
-    try:
-        from distributed import get_worker
-
-        security = get_worker().security
-    except (ImportError, ValueError):
-        return None
-    path = security.tls_worker_key or security.tls_worker_cert  # the key may be inside the cert file
-    if not path or "\n" in path:  # no TLS, or held in memory
-        return None
-    try:
-        return path if stat.S_IMODE(os.stat(path).st_mode) & 0o044 else None
-    except OSError:
-        return None
-
-
-_ZYGOTE = None
-_ZYGOTE_LOCK = threading.Lock()
-
-
-def worker_fork_server():
-    """This worker process's fork server (``grader.zygote``), started by its first task and kept for the next.
-
-    It dies with the worker (its stdin closes); one is shared by the worker's threads.
-    """
-    global _ZYGOTE
-    with _ZYGOTE_LOCK:
-        if _ZYGOTE is None or _ZYGOTE._process.poll() is not None:
-            from .zygote import Zygote
-
-            _ZYGOTE = Zygote()
-            atexit.register(_ZYGOTE.close)
-        return _ZYGOTE
-
-
-def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None,
-                     fork_server: bool = True, compile_cache: dict | None = None) -> dict:
-    """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
-
-    This is the function a Dask worker runs: it starts a kernel for this notebook only (in a
-    fresh scratch folder, under the worker's confinement) and stops it afterwards; then it runs
-    the programs the notebook recorded (``programs``: ``{"num_devices": p, "declared": [...]}``,
-    see ``grader.programs``) in a sandbox of their own, on inputs drawn here. It writes no result
-    anywhere; the instructor's process judges what it returns. With ``fork_server``, the kernel
-    and the program runner are forked from the worker's fork server (``worker_fork_server``), so
-    a worker pays the imports once, as the local grader does. With ``compile_cache``
-    (``grader.compile_cache.fill_request``), the worker's first task fills a compilation cache of this
-    worker's own from the instructor's notebooks, and every kernel and program runner reads it, sealed,
-    as on the instructor's machine.
-    """
-    if confine and os.geteuid() != 0:  # fail closed: an unsealed kernel could read this worker's key
-        raise NothingRan(f"this worker runs as uid {os.geteuid()}, not root, so it cannot seal kernels (namespaces, "
-                         "private root, uid switch, seccomp); run workers as root in their pod or job")
-    exposed = _exposed_worker_key()
-    if exposed is not None:  # a kernel under another uid could read it and join the cluster
-        raise NothingRan(f"this worker's TLS key {exposed} is readable by other users; chmod 600 it")
-    earlier = _claim_attempt()
-    if earlier is not None:
-        return {"error": f"the worker ({earlier}) died while running this notebook; it was not run again"}
-    # The worker writes no grading output: `out` is only a required field of Settings.
-    settings = Settings(out=Path(tempfile.gettempdir()), limits=Limits(**limits), confine=confine)
-    nb = nbformat.from_dict(json.loads(notebook_json))
-    ran = False
-
-    zygote = worker_fork_server() if fork_server else None
-    if compile_cache and confine:
-        folder = worker_folder(compile_cache, settings, zygote)
-        settings = replace(settings, compile_cache_dir=folder) if folder is not None else settings
-
-    async def execute() -> Execution:
-        nonlocal ran
-        async with confinement(settings) as conf:
-            ran = True
-            kernel = None
-            if zygote is not None:
-                try:
-                    kernel = await start_kernel(conf, zygote=zygote)
-                except Exception:  # noqa: BLE001 - run_in starts a kernel of its own, and reports a failure
-                    kernel = None
-            return await run_in(kernel, nb, conf)
-
-    try:
-        execution = asyncio.run(execute())
-    except SandboxError as error:  # the sandbox failed before exec: nothing of the submission ran
-        _release_attempt()
-        raise NothingRan(str(error)) from None
-    except Exception as error:
-        if not ran:  # no uid free, scratch folder not creatable, ...
-            _release_attempt()
-            raise NothingRan(f"{type(error).__name__}: {error}") from None
-        return {"error": "".join(traceback.format_exception_only(type(error), error)).strip(),
-                "traceback": traceback.format_exc()}
-    runs = {}
-    if programs:
-        try:
-            declared = [program_from_json(data) for data in programs["declared"]]
-            blobs = recorded_programs(execution.notebook, declared)
-            runs = {key: run_to_json(run) for key, run in
-                    run_programs(blobs, declared, int(programs["num_devices"]), settings, zygote).items()}
-        except Exception as error:  # the notebook ran: record the failure, never run it again
-            return {"error": "the programs could not be run: "
-                             + "".join(traceback.format_exception_only(type(error), error)).strip(),
-                    "traceback": traceback.format_exc()}
-    return {
-        "programs": runs,
-        "notebook": json.dumps(execution.notebook, ensure_ascii=False),
-        "stopped": execution.stopped,
-        "message": execution.message,
-        "stopped_at_cell": execution.stopped_at_cell,
-        "events": list(execution.events),
-        "seconds": execution.seconds,
-        "hooks_not_reset": list(execution.hooks_not_reset),
-    }
 
 
 # ---------------------------------------------------------------- back on the instructor's machine
@@ -461,7 +211,7 @@ def programs_from(payload, declared: list) -> dict:
 def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, scheduler, *,
                          security=None, insecure: bool = False, only: list[str] | None = None, force: bool = False,
                          max_result_bytes: int | None = None) -> list[NotebookResult]:
-    """Like :func:`grader.batch.grade_all`, with the executions on the Dask cluster at ``scheduler``.
+    """Like :func:`grader.classroom.batch.grade_all`, with the executions on the Dask cluster at ``scheduler``.
 
     ``scheduler`` is an address (``tls://HOST:PORT``) or a ``distributed.Client``-compatible
     cluster object (``LocalCluster``, ``KubeCluster``, ``SLURMCluster``). ``security`` is the
@@ -479,7 +229,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
 
     if todo:
         with Client(scheduler, security=security) as client:
-            cache = None  # each worker compiles the instructor's programs once, for itself (grader.compile_cache)
+            cache = None  # each worker compiles the instructor's programs once, for itself (grader.classroom.compile_cache)
             assignments = worth_filling([job.assignment_id for job in todo])
             if settings.compile_cache and settings.confine and assignments:
                 request = fill_request(course, assignments, settings)
@@ -521,6 +271,6 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
     return results
 
 
-__all__ = ["InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
+__all__ = ["PLAIN_TCP", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
            "client_security_from_dir", "deployment_security", "execute_notebook", "execution_from",
            "grade_all_on_cluster", "result_cap"]

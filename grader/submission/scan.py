@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from . import cells
+from grader import cells
 
 MAX_FLAGS_PER_CELL = 20
 MAX_FLAGS = 100

@@ -35,51 +35,9 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells
-from .layout import Course
-
-class _HiddenBlocks:
-    """nbgrader's hidden-test blocks in a cell's source, found line by line in linear time.
-
-    The same blocks as ``re.compile(r"^[ \\t]*### BEGIN HIDDEN TESTS.*?^[ \\t]*### END HIDDEN TESTS[^\\n]*\\n?",
-    re.S | re.M)``: from a line starting (after spaces or tabs) with ``### BEGIN HIDDEN TESTS`` to the first later
-    line starting with ``### END HIDDEN TESTS``, that line and its newline included. That expression restarts its
-    lazy scan at every BEGIN line, so a learner cell of BEGIN lines with no END took time quadratic in its length
-    (minutes for a 512 KiB cell, holding the GIL: every worker of the grader stopped while a feedback page was
-    written); this never looks at a line twice.
-    """
-
-    BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-
-    def spans(self, source: str) -> list[tuple[int, int]]:
-        spans, start, begin = [], 0, None
-        for line in str(source).split("\n"):
-            end = start + len(line) + 1  # past this line's newline (or one past the end of the text)
-            marker = line.lstrip(" \t")
-            if begin is None and marker.startswith(self.BEGIN):
-                begin = start
-            elif begin is not None and marker.startswith(self.END):
-                spans.append((begin, min(end, len(source))))
-                begin = None
-            start = end
-        return spans
-
-    def findall(self, source: str) -> list[str]:
-        return [source[a:b] for a, b in self.spans(source)]
-
-    def search(self, source: str) -> bool:
-        return bool(self.spans(source))
-
-    def sub(self, replacement: str, source: str) -> str:
-        parts, last = [], 0
-        for a, b in self.spans(source):
-            parts += [source[last:a], replacement]
-            last = b
-        return "".join(parts) + source[last:]
-
-
-HIDDEN = _HiddenBlocks()
-
+from grader import cells
+from grader.cells import HIDDEN
+from grader.layout import Course
 
 @dataclass
 class Scenario:

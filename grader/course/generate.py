@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from .layout import Course
+from grader.layout import Course
 
 
 def generate(course: Course, assignments: list[str] | None = None, release: Path | None = None,

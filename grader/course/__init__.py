@@ -1,0 +1,1 @@
+"""Building the course from source/: student notebooks, figures, sample class, scenario submissions."""

@@ -1,0 +1,1 @@
+"""nbgrader adapted: formgrader's buttons, the gradebook database, hand grades."""

@@ -1,0 +1,1 @@
+"""Grading one submission, in the order it happens: intake (read, bounded) -> restore (rebuild on the course's cells) -> scan (flag constructs) -> [kernel] -> records (decode what the test cells recorded) -> judge (rubrics against NumPy references) -> feedback + sanitize (pages) -> gradebook; pipeline.py runs these steps."""

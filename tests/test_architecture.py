@@ -1,0 +1,82 @@
+"""The package layout is the architecture: each job in its own place, and imports only go down.
+
+    vocabulary (layout, cells, results, identifiers)
+    course (build the course)    sandbox (seal a process)
+    programs (judge exported programs outside the kernel)
+    kernel (run a notebook in a sealed kernel)
+    submission (grade one submission, step by step)
+    classroom (grade a class: locally or on Dask)    nbgrader_adapter (formgrader, gradebook, hand grades)
+    cli
+
+A module may import its own package, the vocabulary, and packages of a lower rank only, so there is no cycle and
+nothing imports upward; no module is longer than about 400 lines.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "grader"
+VOCABULARY = {"layout", "cells", "results", "identifiers"}
+RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
+        "nbgrader_adapter": 5, "cli": 6, "__main__": 7, "__init__": 0}
+MAX_LINES = 450
+
+
+def unit(dotted: str) -> str:
+    """The place a dotted module name belongs to: a subpackage, the vocabulary, or a top-level module."""
+    parts = dotted.split(".")
+    name = parts[1] if len(parts) > 1 else "__init__"
+    return "vocabulary" if name in VOCABULARY else name
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def dotted(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every grader module a file imports, at any depth (function-level imports included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{dotted(path)}: relative import (write grader.… in full)"
+            if node.module == "grader":
+                found |= {f"grader.{alias.name}" for alias in node.names}
+            elif node.module and node.module.startswith("grader."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("grader.")}
+    return found
+
+
+def test_every_place_has_a_rank():
+    places = {unit(dotted(p)) for p in modules()}
+    assert places <= set(RANK), f"new places need a rank here: {sorted(places - set(RANK))}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_only_go_down(path):
+    me = unit(dotted(path))
+    for target in imports(path):
+        them = unit(target)
+        if them == me:
+            continue
+        assert RANK[them] < RANK[me], f"{dotted(path)} ({me}) imports {target} ({them}): upward or sideways"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_a_god_module(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by job"
+
+
+def test_every_package_says_what_it_is_for():
+    for init in PACKAGE.glob("*/__init__.py"):
+        assert ast.get_docstring(ast.parse(init.read_text())), f"{init.parent.name}/__init__.py has no docstring"
