@@ -85,6 +85,21 @@ whole_inputs = jax.shard_map(lambda a, b, w: global_gradient(a, b, w) + lax.psum
 keep = jax.shard_map(lambda v: v, mesh=mesh, in_specs=P("data"), out_specs=P("data"))
 whole_global = jax.shard_map(named(global_gradient, "stablehlo.all_reduce"), mesh=mesh, in_specs=(P(), P(), P()),
                              out_specs=P(), check_vma=False)
+
+
+def everyone(block):  # every device's rows into a zero buffer of the whole batch, psummed: a gather, not a reduction
+    buffer = jnp.zeros((block.shape[0] * 4,) + block.shape[1:], block.dtype)
+    start = (lax.axis_index("data") * block.shape[0],) + (0,) * (block.ndim - 1)
+    return lax.psum(lax.dynamic_update_slice(buffer, block, start), "data")
+
+
+def psum_twice_in_a_loop(a, b, w):
+    return lax.fori_loop(0, 2, lambda i, total: total + lax.psum(term(a, b, w), "data") / 2, jnp.zeros_like(w))
+
+
+gathered_by_psum = jax.shard_map(lambda a, b, w: global_gradient(everyone(a), everyone(b), w), mesh=mesh,
+                                 in_specs=specs, out_specs=P(), check_vma=False)
+psum_in_loop = jax.shard_map(psum_twice_in_a_loop, mesh=mesh, in_specs=specs, out_specs=P())
 gradient_programs = {
     "shard_map": jax.jit(psum_program),
     "nested_jit_and_convert": jax.jit(lambda a, b, w: inner(a, b, w).astype(jnp.float32).reshape(8)),
@@ -98,6 +113,8 @@ gradient_programs = {
     "inputs_resharded_into_shard_map": jax.jit(whole_inputs),
     "result_resharded_by_out_shardings": jax.jit(psum_program, out_shardings=split),
     "region_manual_over_no_axis": jax.jit(whole_global),
+    "batch_gathered_by_psum": jax.jit(gathered_by_psum),
+    "psum_in_a_loop": jax.jit(psum_in_loop),
 }
 vector_programs = {
     "gather": jax.jit(jax.shard_map(lambda v: lax.all_gather(v, "data", tiled=True), mesh=mesh, in_specs=P("data"),
@@ -120,7 +137,7 @@ for name, program in [*gradient_programs.items(), *vector_programs.items()]:
     verdict = run_one(request(name, blob, arrays, spec))
     found[name] = {"error": verdict.get("error"), "manual": verdict["manual"], "manual_only": verdict["manual_only"],
                    "written": {k: n for k, n in verdict["collectives"].items() if n},
-                   "compiled": verdict.get("compiled_collectives")}
+                   "compiled": verdict.get("compiled_collectives"), "moves_data": verdict.get("moves_data")}
 print(json.dumps(found))
 """
 
@@ -145,6 +162,8 @@ def test_manual_only_is_one_region_that_computes_everything_and_communicates_as_
         "inputs_resharded_into_shard_map": (True, False),  # the compiler gathers the inputs before the region
         "result_resharded_by_out_shardings": (True, False),  # the result's sharding is not the region's
         "region_manual_over_no_axis": (False, False),  # manual_axes={}: the compiler partitions it
+        "batch_gathered_by_psum": (True, True),  # one region, one psum: but the psum carries the batch (below)
+        "psum_in_a_loop": (True, True),
         "gather": (True, True),
         "copy_then_constraint_named_all_gather": (True, False),  # the compiler gathers what the region returns
         "copy_then_replicated_out_shardings": (True, False),
@@ -161,6 +180,9 @@ def test_manual_only_is_one_region_that_computes_everything_and_communicates_as_
     assert found["copy_then_constraint_named_all_gather"]["compiled"] == {"all_gather": 1}
     assert found["copy_then_replicated_out_shardings"]["compiled"] == {"all_gather": 1}
     assert found["inputs_resharded_into_shard_map"]["compiled"].get("all_gather", 0) >= 1
+    # collectives that carry a whole input (an all-gather written as a psum of zero buffers), or that a loop may
+    # repeat any number of times, move the data; every reduction of local results above moves only results
+    assert {name for name, v in found.items() if v["moves_data"]} == {"batch_gathered_by_psum", "psum_in_a_loop"}
 
 
 CUSTOM_CALLS = SETUP + """

@@ -66,6 +66,7 @@ class ProgramRun:
     manual: bool = False  # a shard_map region, manual over the mesh axes its inputs are split on
     manual_only: bool = False  # one such region computes everything (outside it only calls, reshapes and conversions,
     # no resharding), and the compiled program has no collective the region does not write
+    moves_data: bool = False  # its collectives carry a whole input, not results (``structure.moves_data``)
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----

@@ -108,6 +108,7 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
         run.compiled_collectives = _counts(verdict.get("compiled_collectives"))
         run.manual = verdict.get("manual") is True
         run.manual_only = verdict.get("manual_only") is True
+        run.moves_data = verdict.get("moves_data") is True
         if verdict.get("error") is not None:
             run.error = str(verdict["error"])[:500]
             return run
@@ -160,6 +161,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.compiled_collectives = _counts(data.get("compiled_collectives"))
         run.manual = data.get("manual") is True
         run.manual_only = data.get("manual_only") is True
+        run.moves_data = data.get("moves_data") is True
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

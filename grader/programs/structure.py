@@ -19,6 +19,7 @@ Two readings, both of structure the learner cannot name:
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ COMPILED_OPCODES = {"kAllReduce": "all_reduce", "kAllReduceStart": "all_reduce",
 ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape",
                         "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
 MAX_OPS = 1 << 18  # operations walked, all readings together: a larger module is not read
+UNBOUNDED = 1 << 62  # the payload of a collective that a loop may repeat any number of times
+LOOPS = {"stablehlo.while", "scf.while", "scf.for"}
 
 
 class Unreadable(Exception):
@@ -51,6 +54,9 @@ class Structure:
     manual: bool = False  # a shard_map region manual over the inputs' mesh axes, reachable from main
     one_region: bool = False  # exactly one such region computes everything (see the module's docstring)
     key: str = ""  # a digest of the program without its locations: equal programs compile alike
+    #: values the collectives reached from main carry, per device, summed over every collective and call site
+    #: (a collective inside a loop counts as unbounded: ``UNBOUNDED``)
+    payload: int = 0
 
 
 def _is(attr, kind) -> bool:
@@ -187,13 +193,42 @@ class _Reader:
             self.tick()
             if op.name in COLLECTIVE_OPS:
                 counts[COLLECTIVE_OPS[op.name]] += 1
+                counts["@payload"] += self.carried(op)
             elif op.name == "sdy.manual_computation" and self.manual_over_inputs(op):
                 counts["@region"] += 1
             for callee in self.callees(op):
-                counts.update(self.reach(callee))
+                called = self.reach(callee)
+                counts.update(called)
+                if called.get("@payload") and self.in_loop(op):  # a function a loop calls: repeated any number
+                    counts["@payload"] += UNBOUNDED
         self.active.discard(name)
         self.memo[name] = counts
         return counts
+
+    @staticmethod
+    def in_loop(op) -> bool:
+        """Whether ``op`` is nested in a loop within its function."""
+        parent = op.parent
+        while parent is not None and parent.name != "func.func":
+            if parent.name in LOOPS:
+                return True
+            parent = parent.parent
+        return False
+
+    def carried(self, op) -> int:
+        """The values one collective carries per device: its operands' elements (per device inside a manual region,
+        where shapes are local), ``UNBOUNDED`` inside a loop or for a shape that is not static."""
+        if self.in_loop(op):
+            return UNBOUNDED
+        total = 0
+        for value in op.operands:
+            if not _is(value.type, self.ir.RankedTensorType):
+                continue
+            shape = self.ir.RankedTensorType(value.type).shape
+            if any(n < 0 for n in shape):
+                return UNBOUNDED
+            total += math.prod(shape)
+        return min(total, UNBOUNDED)
 
     # -- one per-device program ----------------------------------------------------------------------------
     def replicated_like(self, sharding, rank: int):
@@ -279,6 +314,7 @@ def read_module(text: str) -> Structure:
         reached = reader.reach("main")
         found.collectives = {name: reached.get(name, 0) for name in COLLECTIVES}
         found.manual = reached.get("@region", 0) >= 1
+        found.payload = min(reached.get("@payload", 0), UNBOUNDED)
         try:
             reader.outside("main", [None if s is None else reader.sharding(s) for s in arguments])
             found.one_region = reader.regions == 1
@@ -297,6 +333,15 @@ def compiled_collectives(compiled) -> dict[str, int]:
                 if kind:
                     counts[kind] += 1
     return dict(counts)
+
+
+def moves_data(payload: int, outputs: int, split_inputs: list[int]) -> bool:
+    """Whether the collectives carry the data rather than results: more values than the program returns (plus two:
+    a numerator and a count psummed beside a scalar mean), and at least as many as the smallest input split across
+    the devices. A reduction of local results (a gradient, numerators and counts) carries at most what the program
+    returns; a psum of zero buffers that each device fills with its rows (an all-gather written as an all-reduce)
+    carries a whole input."""
+    return bool(split_inputs) and payload > outputs + 2 and payload >= min(split_inputs)
 
 
 def only_written(compiled: dict[str, int], written: dict[str, int]) -> bool:

@@ -355,6 +355,11 @@ NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: o
                   "constraint or out_shardings that re-places what the shard_map returns makes it move the result)")
 
 
+MOVES_DATA = ("its collective carries the batch itself, not the local results: each device must reduce its own rows "
+              "to its local contribution first, and the collective combines those (a psum of buffers the size of the "
+              "whole batch, each device filling in its rows, is an all-gather of the data written as an all-reduce)")
+
+
 def one_region(e: Evidence, run, wanted: str, what: str) -> None:
     """The program computes in one shard_map region and communicates with ``wanted`` only: the collective the
     test is about does the work (a plain jit whose partitioner adds collectives, or a gather of everything
@@ -366,6 +371,7 @@ def one_region(e: Evidence, run, wanted: str, what: str) -> None:
     for other, count in run.collectives.items():
         e.require(other == wanted.split(".")[1] or count == 0,
                   f"{what}: the program also communicates with {other}: use {wanted} only")
+    e.require(not run.moves_data, f"{what}: {MOVES_DATA}")
 
 
 def _programs(e: Evidence):

@@ -377,6 +377,10 @@ def _(e: Evidence):
         e.require(other == "all_reduce" or count == 0,
                   f"{what}: the program also communicates with {other}: each device should reduce its own block to "
                   "a sum and a count, and psum should combine them (nothing else crosses devices)")
+    e.require(not run.moves_data,
+              f"{what}: the psum carries the batch itself, not partial results: each device should reduce its own "
+              "block to a sum and a count, and psum should combine those (a psum of buffers the size of the whole "
+              "batch, each device filling in its block, copies the data to every device)")
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
                     mistakes=masked_mistakes(losses, mask, p))

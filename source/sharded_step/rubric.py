@@ -219,6 +219,11 @@ def _(e: Evidence):
               "your jitted training step gathers the batch onto every device (its compiled program has an "
               "all-gather): keep the rows split, P('data', None), as in_shardings places them; each device works "
               "on its own rows and the compiler all-reduces the partial sums")
+    e.require(not run.moves_data,
+              "your jitted training step copies the batch to every device (a collective in it carries as many values "
+              "as the batch: a psum of buffers each device fills with its rows is an all-gather written as an "
+              "all-reduce): keep the rows split; each device works on its own rows and only the partial sums cross "
+              "devices")
 
 
 def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
