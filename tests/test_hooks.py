@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import builtins
 import dis
+import subprocess
+import sys
+import textwrap
 import types
 
 import pytest
@@ -30,11 +33,17 @@ def _lookups(code: types.CodeType) -> set[str]:
             if ins.opname in NAME_LOOKUPS}
 
 
+# The audit hook cannot be removed once added: in this process the snapshot runs without it (it would refuse
+# Hypothesis's own code rewriting in later tests); its tests below start an interpreter of their own.
+IN_PROCESS_SNAPSHOT = hooks.SNAPSHOT.replace("    sys.addaudithook(_audit)\n", "")
+assert IN_PROCESS_SNAPSHOT != hooks.SNAPSHOT
+
+
 @pytest.fixture()
 def shell():
     InteractiveShell.clear_instance()
     sh = InteractiveShell.instance()
-    assert sh.run_cell(hooks.SNAPSHOT, silent=True, store_history=False).success
+    assert sh.run_cell(IN_PROCESS_SNAPSHOT, silent=True, store_history=False).success
     yield sh
     InteractiveShell.clear_instance()
 
@@ -145,3 +154,53 @@ def test_the_course_checks_and_the_recorder_are_put_back(shell):
     assert _reset(shell, identity)
     assert {k: v for k, v in vars(checks).items()} == saved[0]
     assert recorder.record is saved[1] and shell.user_ns["record"] is saved[1]
+
+
+def _audit_hook_code():
+    """The audit hook SNAPSHOT installs, compiled from its source (it cannot be fetched back from CPython)."""
+    source = hooks.SNAPSHOT
+    start = source.index("    def _audit(")
+    end = source.index("    sys.addaudithook(_audit)")
+    module = compile(textwrap.dedent(source[start:end]), "<audit>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+
+
+def test_the_audit_hook_names_nothing():
+    code = _audit_hook_code()
+    assert isinstance(code, types.CodeType) and _lookups(code) == set() and not code.co_freevars
+    assert code.co_argcount == 4  # event, args and two defaults: frozenset and the exception class
+
+
+@pytest.mark.parametrize("attempt", [
+    "import sys; sys.addaudithook(lambda event, args: None)",
+    "import sys; sys.settrace(lambda *args: None)",
+    "import sys; sys.setprofile(lambda *args: None)",
+    # a thread's tracer: the thread's own settrace is refused, so the tracer never runs (the cell checks it)
+    "import threading\ncalls = []\nthreading.settrace(lambda *args: calls.append(args))\n"
+    "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nassert calls",
+    "def f(x=1):\n    return x\nf.__code__ = (lambda x=1: 2).__code__",
+    "import gc; gc.get_objects()",
+    "import gc; gc.get_referrers(gc)",
+    "import sys; sys._current_frames()",
+])
+def test_a_grading_kernel_refuses_hooks_tracing_and_rewritten_functions(attempt):
+    """In a fresh interpreter (the audit hook cannot be removed once added): the learner's attempt fails, except
+    a new audit hook, which CPython silently drops; none of them ever runs."""
+    script = textwrap.dedent(f"""
+        import sys
+        from IPython.core.interactiveshell import InteractiveShell
+        from grader.kernel import hooks
+        shell = InteractiveShell.instance()
+        assert shell.run_cell(hooks.SNAPSHOT, silent=True, store_history=False).success
+        ran = []
+        result = shell.run_cell({attempt!r})
+        sys.addaudithook(lambda event, args: ran.append(event))
+        import json; json.dumps([1])
+        print("REFUSED" if not result.success else "RAN", "HOOK" if ran else "NOHOOK")
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = done.stdout.strip().splitlines()[-1]
+    if "addaudithook" in attempt:
+        assert out.endswith("NOHOOK"), done.stdout + done.stderr
+    else:
+        assert out.startswith("REFUSED") and out.endswith("NOHOOK"), done.stdout + done.stderr

@@ -28,6 +28,11 @@ What the reset resolves, and how:
   not judged and the notebook is flagged (``hooks_not_reset``). The four objects
   hold one reference that nothing releases, so learner code cannot free them and
   place an object of its own at one of their addresses.
+* **No code of the learner's in every frame.** An audit hook installed last (CPython offers no way to remove
+  one) refuses later audit hooks, ``sys.settrace`` and ``sys.setprofile`` (threads' too), rewriting any
+  function's ``__code__``, and the introspection that would reach the hook (``gc.get_objects``,
+  ``gc.get_referrers``, ``gc.get_referents``, ``sys._current_frames``): the learner's cell that tries fails with the
+  reason (``tests/attacks/sharded_step/redteam-audit-hook-quiz.py``, ``redteam-setprofile-quiz.py``).
 * **Objects, not only contents.** The saved state is tuples (immutable); the reset
   puts back the class dictionaries of IPython's shell and of the objects it runs
   a cell through (methods replaced on the class), the shell's ``__class__``,
@@ -183,7 +188,22 @@ def _snapshot():
     except Exception:  # noqa: BLE001 - without ctypes the shell's attribute keeps them alive until the learner drops it
         pass
     R = object.__repr__
-    return "|".join([R(_GraderHooks), R(run), R(run.__code__), R(state)])
+    identity = "|".join([R(_GraderHooks), R(run), R(run.__code__), R(state)])
+
+    # Last, an audit hook, which nothing can remove: it refuses every later audit hook (CPython drops a hook whose
+    # addition an earlier hook refuses), tracing and profiling functions (they run learner code inside every frame,
+    # test cells included), rewriting any function's code (the reset's own included), and the introspection that
+    # would reach this hook itself (the garbage collector's object lists, other threads' frames): nothing but
+    # CPython holds it, so its defaults are out of reach. It names nothing.
+    def _audit(event, args, _refused=frozenset({"sys.addaudithook", "sys.settrace", "sys.setprofile",
+                                                "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+                                                "gc.get_referents"}), _error=RuntimeError):
+        if event in _refused or (event == "object.__setattr__" and args[1] == "__code__"):
+            raise _error("the grading kernel refuses " + event + (" of __code__" if event[0] == "o" else "")
+                         + ": graded notebooks may not trace, profile, audit, list every object or rewrite code")
+
+    sys.addaudithook(_audit)
+    return identity
 
 
 get_ipython()._grader_hooks_identity = _snapshot()
