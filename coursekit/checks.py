@@ -36,9 +36,10 @@ def host_round_trip(fn, *arrays, **kwargs) -> int:
     import jax
 
     placed = [a for a in arrays if isinstance(a, jax.Array)]
+    reads: list[str] = []
     try:
         with jax.transfer_guard_host_to_device("disallow_explicit"), \
-                jax.transfer_guard_device_to_host("disallow_explicit"):
+                jax.transfer_guard_device_to_host("disallow_explicit"), _host_reads(placed, reads):
             fn(*arrays, **kwargs)
     except Exception as error:  # noqa: BLE001 - only the guards' own errors are read
         found = _DISALLOWED.search(str(error)) if isinstance(error, jax.errors.JaxRuntimeError) else None
@@ -46,9 +47,73 @@ def host_round_trip(fn, *arrays, **kwargs) -> int:
             return STATE_TO_HOST
         if found and found.group(3).strip():
             return HOST_TO_STATE
-    if any(getattr(a, "_npy_value", None) is not None for a in placed):
+    if "from_dlpack" in reads:  # host memory taken as device state without a transfer any guard sees
+        return HOST_TO_STATE
+    if reads or any(getattr(a, "_npy_value", None) is not None for a in placed):
         return STATE_TO_HOST
     return NO_HOST_COPY
+
+
+#: how host code reads a JAX array's values (np.asarray, jax.device_get, printing, .tolist(), np.from_dlpack)
+_HOST_READS = ("__array__", "__dlpack__", "tolist", "_value")
+
+
+class _host_reads:
+    """While active, every host read of one of ``arrays`` or of one of their per-device buffers (``shard.data``)
+    through JAX's Python methods is appended to ``reads``, and so is ``"from_dlpack"`` for every DLPack import
+    (``jax.dlpack.from_dlpack``: host memory becomes a device array on the CPU without a transfer any guard sees).
+    On the CPU backend reading a shard is zero-copy and caches nothing on the array, and no transfer guard sees
+    it, so the reads themselves are watched."""
+
+    def __init__(self, arrays, reads: list):
+        self.watched = {id(a) for a in arrays} | {id(b) for a in arrays for b in getattr(a, "_arrays", None) or ()}
+        self.reads, self.saved = reads, {}
+
+    def __enter__(self):
+        from jax._src.array import ArrayImpl
+
+        from jax._src import dlpack
+
+        self.cls, self.native = ArrayImpl, dlpack._jax
+        importer = getattr(self.native, "dlpack_managed_tensor_to_buffer", None)
+        if importer is not None:
+            reads = self.reads
+
+            def imported(*args, **kwargs):
+                reads.append("from_dlpack")
+                return importer(*args, **kwargs)
+
+            self.saved_importer = importer
+            setattr(self.native, "dlpack_managed_tensor_to_buffer", imported)
+        for name in _HOST_READS:
+            original = vars(ArrayImpl).get(name)
+            if original is None:
+                continue
+            self.saved[name] = original
+            setattr(ArrayImpl, name, self._watching(name, original))
+        return self
+
+    def _watching(self, name, original):
+        watched, reads = self.watched, self.reads
+        if isinstance(original, property):
+            def read(array):
+                if id(array) in watched:
+                    reads.append(name)
+                return original.fget(array)
+            return property(read)
+
+        def call(array, *args, **kwargs):
+            if id(array) in watched:
+                reads.append(name)
+            return original(array, *args, **kwargs)
+        return call
+
+    def __exit__(self, *exc):
+        for name, original in self.saved.items():
+            setattr(self.cls, name, original)
+        if getattr(self, "saved_importer", None) is not None:
+            setattr(self.native, "dlpack_managed_tensor_to_buffer", self.saved_importer)
+        return False
 
 
 #: ``trace_problem``'s answers
