@@ -31,13 +31,17 @@ import unicodedata
 MAX_CHARS = 100  # under nbgrader's 128-character column; the course's longest id is about 55
 _PUNCTUATION = frozenset("_-.@")
 _LETTERS_AND_DIGITS = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd"})
+#: letters that render as nothing (Unicode's default-ignorable letters: the Hangul fillers, Khmer's inherent
+#: vowels): an id ending in one looks exactly like another learner's, and one made of them looks empty
+_INVISIBLE = frozenset("\u115f\u1160\u17b4\u17b5\u3164\uffa0")
 
 RULE = (f"1 to {MAX_CHARS} characters: letters, digits, '_', '-', '.', '@' and inner spaces, "
         "starting with a letter, a digit or '_'")
 
 
 def _allowed(char: str) -> bool:
-    return char in _PUNCTUATION or char == " " or unicodedata.category(char) in _LETTERS_AND_DIGITS
+    return char in _PUNCTUATION or char == " " or (unicodedata.category(char) in _LETTERS_AND_DIGITS
+                                                   and char not in _INVISIBLE)
 
 
 def problem(name: str) -> str | None:
@@ -48,7 +52,8 @@ def problem(name: str) -> str | None:
         return f"it has {len(name)} characters, over {MAX_CHARS}"
     refused = sorted({c for c in name if not _allowed(c)})
     if refused:
-        shown = ", ".join(repr(c) if c.isprintable() else f"U+{ord(c):04X}" for c in refused[:8])
+        shown = ", ".join(repr(c) if c.isprintable() and c not in _INVISIBLE else f"U+{ord(c):04X}"
+                          for c in refused[:8])
         return f"it contains {shown}" + (", ..." if len(refused) > 8 else "")
     if unicodedata.normalize("NFC", name) != name:
         return "it is not in Unicode NFC form"
