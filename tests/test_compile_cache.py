@@ -123,3 +123,17 @@ def test_start_jax_never_turns_on_a_cache(tmp_path):
     (tmp_path / ".cache" / "jax-course-xla").mkdir(parents=True)
     out = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("None")
+
+
+def test_the_cache_folder_key_covers_the_course_the_kernel_helpers_and_the_program_runner(tmp_path):
+    """The key names the folder a run fills; computing it must not fail (the grader would then run without a
+    cache and say so only in a warning), and it changes with the code that runs and reads programs."""
+    from grader.layout import Course
+    from grader.programs import runner
+
+    course = Course.default()
+    key = compile_cache.folder_key(course, ["sharded_step"], Settings(out=tmp_path))
+    assert len(key) == 32 and int(key, 16) >= 0
+    assert key == compile_cache.folder_key(course, ["sharded_step"], Settings(out=tmp_path))
+    assert key != compile_cache.folder_key(course, ["collectives"], Settings(out=tmp_path))
+    assert Path(runner.__file__).name == "runner.py"

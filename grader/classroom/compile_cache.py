@@ -58,7 +58,10 @@ def folder_key(course, assignments: list[str], settings) -> str:
     package = Path(coursekit.__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    digest.update(Path(__file__).with_name("programs").joinpath("runner.py").read_bytes())  # how programs are called
+    from grader.programs import runner, structure  # how programs are called and read
+
+    for module in (runner, structure):
+        digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:32]
 
 
