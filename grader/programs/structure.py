@@ -337,11 +337,12 @@ def compiled_collectives(compiled) -> dict[str, int]:
 
 def moves_data(payload: int, outputs: int, split_inputs: list[int]) -> bool:
     """Whether the collectives carry the data rather than results: more values than the program returns (plus two:
-    a numerator and a count psummed beside a scalar mean), and at least as many as the smallest input split across
-    the devices. A reduction of local results (a gradient, numerators and counts) carries at most what the program
-    returns; a psum of zero buffers that each device fills with its rows (an all-gather written as an all-reduce)
-    carries a whole input."""
-    return bool(split_inputs) and payload > outputs + 2 and payload >= min(split_inputs)
+    a numerator and a count psummed beside a scalar mean), and at least half of the largest input split across the
+    devices (a ring of ppermutes that passes every block around carries (p - 1)/p of it). A reduction of local
+    results (a gradient, numerators and counts, even reduced twice) carries about what the program returns; a psum
+    of zero buffers that each device fills with its rows (an all-gather written as an all-reduce) carries a whole
+    input. Meant for the course's full mesh, where the inputs hold several times more values than the results."""
+    return bool(split_inputs) and payload > outputs + 2 and 2 * payload >= max(split_inputs)
 
 
 def only_written(compiled: dict[str, int], written: dict[str, int]) -> bool:
