@@ -6,7 +6,11 @@
     kernel (run a notebook in a sealed kernel)
     submission (grade one submission, step by step)
     classroom (grade a class: locally or on Dask)    nbgrader_adapter (formgrader, gradebook, hand grades)
+    service (the course's grading service: submissions graded as they arrive, Validate's diagnoses)
     cli
+
+    learner (the learner's JupyterLab server extension: rank of the vocabulary's neighbours; it runs on the
+             learner's side and imports nothing that judges)
 
 A module may import its own package, the vocabulary, and packages of a lower rank only, so there is no cycle and
 nothing imports upward; no module is longer than about 400 lines.
@@ -22,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers"}
 RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
-        "nbgrader_adapter": 5, "cli": 6, "__main__": 7, "__init__": 0}
+        "nbgrader_adapter": 5, "service": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1}
 MAX_LINES = 450
 
 
