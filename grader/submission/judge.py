@@ -313,9 +313,12 @@ Judge = Callable[[Evidence], None]
 class Rubric:
     """Judges by test-cell ``grade_id``, and the words a learner knows for each record key."""
 
-    def __init__(self, names: dict[str, str] | None = None) -> None:
+    def __init__(self, names: dict[str, str] | None = None, *, after_submit: set[str] | None = None) -> None:
         self.judges: dict[str, Judge] = {}
         self.names: dict[str, str] = dict(names or {})
+        #: record keys that are judged only after submission, never by Validate (a quiz's correctness: Validate
+        #: answering right/wrong would let a learner try each choice); ``grader.service.validation`` stops there
+        self.after_submit: frozenset[str] = frozenset(after_submit or ())
         #: grade_id -> the programs its test cell records, for a run with a given device count
         self.program_specs: dict[str, Callable[[int], list[Program]]] = {}
 

@@ -41,7 +41,7 @@ rubric = Rubric(names={
     "budget.lesson": "the 1 MiB transfer budget",
     "budget.hidden": "transfer_budget at another size and rank counts",
     "quiz.answer": "the multiple-choice answer",
-})
+}, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
 
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather"
 

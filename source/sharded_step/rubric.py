@@ -45,7 +45,7 @@ rubric = Rubric(names={
     "program.step": "your jitted training step, run by the grader on a batch it drew",
     "program.step_0.37": "your make_train_step(0.37), run by the grader on a batch it drew",
     "program.placed": "your jitted training step's shardings",
-})
+}, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
 
 
 def step_inputs(rows: int, cols: int) -> tuple[Input, ...]:
