@@ -10,6 +10,7 @@
     workspace                                             copy new assignments into workspace/ (never replaces)
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
+    serve     [--attempts N --window-hours H --counts last|best]   grade submissions as they arrive
 """
 from __future__ import annotations
 
@@ -36,9 +37,7 @@ def cmd_grade(args) -> int:
     from grader.submission.pipeline import Settings
     from grader.classroom.report import summary, table
 
-    limits = Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
-                    max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
-    settings = Settings(out=args.out.resolve(), limits=limits, num_devices=args.num_devices, platform=args.platform,
+    settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices, platform=args.platform,
                         confine=not args.no_confine, prewarm=not args.no_prewarm,
                         fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
     if settings.confine and os.geteuid() != 0 and not args.scheduler:
@@ -82,6 +81,43 @@ def cmd_grade(args) -> int:
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
           f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
     return 0
+
+
+def cmd_serve(args) -> int:
+    from grader.service.app import Options, serve
+    from grader.service.attempts import Policy
+    from grader.submission.pipeline import Settings
+
+    course = Course.default()
+    try:
+        policy = Policy(None if args.attempts == 0 else args.attempts, args.window_hours, args.counts)
+    except ValueError as error:
+        print(f"serve: {error}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("serve: warning: not running as root, so kernels are not sealed (docs/explanation/security-model.md)",
+              file=sys.stderr)
+    settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices,
+                        platform=args.platform, confine=not args.no_confine, compile_cache=False)
+    options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
+                      out=args.out.resolve(), policy=policy, workers=args.workers, gradebook=args.gradebook,
+                      port=args.port)
+    return serve(course, options, settings, once=args.once)
+
+
+def _limits(args) -> Limits:
+    return Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                  max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
+
+
+def _limit_arguments(parser, defaults: Limits) -> None:
+    parser.add_argument("--num-devices", type=int, default=4)
+    parser.add_argument("--platform", default="cpu")
+    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_timeout_s)
+    parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_timeout_s)
+    parser.add_argument("--memory-mb", type=int, default=defaults.memory_mb)
+    parser.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
+    parser.add_argument("--max-processes", type=int, default=defaults.max_processes)
 
 
 def _cluster_security(args):
@@ -252,13 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest executed notebook accepted from a worker (JSON characters); beyond it the "
                             "result is too_much_output (default: sent size + 16 x --max-output-bytes + 1 MiB)")
     grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
-    grade.add_argument("--num-devices", type=int, default=4)
-    grade.add_argument("--platform", default="cpu")
-    grade.add_argument("--cell-timeout", type=float, default=defaults.cell_timeout_s)
-    grade.add_argument("--notebook-timeout", type=float, default=defaults.notebook_timeout_s)
-    grade.add_argument("--memory-mb", type=int, default=defaults.memory_mb)
-    grade.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
-    grade.add_argument("--max-processes", type=int, default=defaults.max_processes)
+    _limit_arguments(grade, defaults)
     grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
     grade.add_argument("--gradebook", metavar="DB_URL",
                        help="also write the scores into this nbgrader database (sqlite:///... or postgresql://...)")
@@ -272,6 +302,25 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-confine", action="store_true",
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)
+
+    serve = sub.add_parser("serve", help="grade each submission in nbgrader's exchange as it arrives and release "
+                                         "its feedback; answer Validate's requests for named diagnoses")
+    serve.add_argument("--out", type=Path, default=Path("."),
+                       help="the course's grading output (grades.csv, results/, autograded/, feedback/; default: .)")
+    serve.add_argument("--exchange", type=Path, help="nbgrader's exchange root (default: the course's exchange/)")
+    serve.add_argument("--course-id", default="jax-distributed-training")
+    serve.add_argument("--attempts", type=int, default=3,
+                       help="graded attempts per learner and assignment in any window (0: no limit; default 3)")
+    serve.add_argument("--window-hours", type=float, default=24.0, help="the window of --attempts (default 24)")
+    serve.add_argument("--counts", choices=["last", "best"], default="last",
+                       help="which graded attempt counts in the gradebook (default: last, as nbgrader's collect)")
+    serve.add_argument("--workers", type=int, default=2, help="warm kernels grading at once (default 2)")
+    serve.add_argument("--port", type=int, default=47080, help="loopback port of /validate and /status")
+    serve.add_argument("--gradebook", metavar="DB_URL", help="also write the counting scores into this nbgrader database")
+    serve.add_argument("--once", action="store_true", help="grade what is in the exchange now, then stop")
+    serve.add_argument("--no-confine", action="store_true", help="skip the uid switch and mount hiding (development only)")
+    _limit_arguments(serve, defaults)
+    serve.set_defaults(run=cmd_serve)
 
     certs = sub.add_parser("certs", help="create a private CA and TLS certificates for a Dask grading cluster")
     certs.add_argument("dir", type=Path, metavar="DIR")

@@ -205,54 +205,75 @@ async def _execute(prepared, current: asyncio.Future, settings: Settings, zygote
     raise InfrastructureError("; then ".join(failures))
 
 
+async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote | None,
+                    take_kernel=None) -> NotebookResult | None:
+    """Grade one submission; ``take_kernel()`` brings the (pre-started) kernel once the notebook is ready to run
+    (a fresh one when None). Every failure of the grader's own is a recorded ``grader_error`` with the phase it
+    happened in, never an exception (None only when even that could not be written)."""
+    prepared, phase = None, "preparing the submission"
+    try:
+        prepared = prepare(job, course, settings)
+        phase = "recording the result"
+        if prepared.notebook is None:
+            return finish(prepared, None, course, settings)
+        current = take_kernel() if take_kernel else asyncio.ensure_future(_warm_kernel(settings, zygote))
+        phase = "running the notebook"
+        execution = await _execute(prepared, current, settings, zygote)
+        phase = "running the recorded programs"
+        programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings, zygote)
+        phase = "judging and recording the result"
+        return finish(prepared, execution, course, settings, programs)
+    except InfrastructureError as failure:
+        return _error_result(job, course, settings, prepared, phase, infrastructure=str(failure))
+    except Exception:
+        return _error_result(job, course, settings, prepared, phase)
+
+
+async def _discard(warm: asyncio.Future) -> None:
+    """Stop a pre-started kernel nobody will use."""
+    try:
+        kernel, stack = await warm
+        await stop_kernel(kernel)
+        await stack.aclose()
+    except Exception:
+        pass
+
+
 async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report, zygote: Zygote | None) -> None:
     """Grade jobs one after another; with pre-warming, the next kernel starts
     while the current notebook runs. Each kernel runs exactly one notebook."""
-    warm: asyncio.Task | None = None
+    warm: asyncio.Future | None = None
     try:
         while True:
             try:
                 job = jobs.get_nowait()
             except queue.Empty:
                 return
-            prepared, phase = None, "preparing the submission"
-            try:
-                prepared = prepare(job, course, settings)
-                phase = "recording the result"
-                if prepared.notebook is None:
-                    report(finish(prepared, None, course, settings))
-                    continue
+
+            def take_kernel():
+                nonlocal warm
                 current = warm or asyncio.ensure_future(_warm_kernel(settings, zygote))
                 warm = (asyncio.ensure_future(_warm_kernel(settings, zygote))
                         if settings.prewarm and not jobs.empty() else None)
-                phase = "running the notebook"
-                execution = await _execute(prepared, current, settings, zygote)
-                phase = "running the recorded programs"
-                programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings, zygote)
-                phase = "judging and recording the result"
-                report(finish(prepared, execution, course, settings, programs))
-            except InfrastructureError as failure:
-                _report_error(report, job, course, settings, prepared, phase, infrastructure=str(failure))
-            except Exception:
-                _report_error(report, job, course, settings, prepared, phase)
+                return current
+
+            result = await grade_job(job, course, settings, zygote, take_kernel)
+            if result is not None:
+                report(result)
     finally:
         if warm is not None:
-            try:
-                kernel, stack = await warm
-                await stop_kernel(kernel)
-                await stack.aclose()
-            except Exception:
-                pass
+            await _discard(warm)
 
 
-def _report_error(report, job, course, settings, prepared, phase, infrastructure=None) -> None:
+def _error_result(job, course, settings, prepared, phase, infrastructure=None) -> NotebookResult | None:
     try:
-        report(grader_error(job, course, settings, prepared, phase=phase, infrastructure=infrastructure))
+        return grader_error(job, course, settings, prepared, phase=phase, infrastructure=infrastructure)
     except Exception:  # noqa: BLE001 - even the error could not be recorded: the next run grades this again
         import traceback
 
         print(f"could not record a grader error for {job.student_id}/{job.assignment_id}:\n"
               f"{traceback.format_exc()}", file=sys.stderr)
+        return None
 
 
 def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: list[str] | None = None,

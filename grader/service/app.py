@@ -1,0 +1,302 @@
+"""``python -m grader serve``: grade each submission as it arrives and release its feedback.
+
+The loop, in order, for every new folder in the exchange's inbound directory:
+
+1. read it as hostile input (``exchange.arrivals``): a folder that cannot be graded is answered with a page that
+   says why, and recorded;
+2. decide by the attempts policy (``attempts.decide``): over the limit, the learner's page says when the next graded
+   attempt is possible, and the submission is recorded, not graded;
+3. copy the assignment's notebook (only it) into the attempt's own folder, ``{out}/service/attempts/{student}/
+   {assignment}/{n}/``, and grade it there in a warm kernel (``pool``), with every step of a batch run;
+4. release the attempt's feedback page (with a banner saying which attempt it was and which one counts) where the
+   learner's "Fetch Feedback" finds it (``exchange.release``), and record the attempt in the ledger;
+5. off the learner's path, publish the attempt that counts into the course's gradebook: its result, autograded
+   notebook and feedback into ``{out}``, ``grades.csv``/``results.json`` rebuilt, and with ``--gradebook`` nbgrader's
+   database (hand grades already entered stay).
+
+The same process answers ``POST /validate`` (Validate's named diagnoses, ``validation``) and ``GET /status`` on a
+loopback port.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import queue
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from grader.layout import Course
+from grader.results import NotebookResult, Status
+from grader.service import exchange
+from grader.service.attempts import Attempt, Ledger, Policy, counting, decide
+from grader.service.pool import Pool, Task
+from grader.submission.gradebook import Gradebook, path_part
+from grader.submission.intake import MAX_NOTEBOOK_BYTES
+from grader.submission.pipeline import Job, Settings, notebook_name
+
+DEFAULT_PORT = 47080  # loopback only
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class Options:
+    exchange: Path
+    course_id: str
+    out: Path
+    policy: Policy
+    workers: int = 2
+    gradebook: str | None = None  # nbgrader's database URL
+    poll_s: float = 0.25
+    port: int | None = DEFAULT_PORT  # None: no HTTP server
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+
+
+def page(title: str, paragraphs: list[str]) -> str:
+    """A feedback page of the service's own (every text escaped; no script, no request)."""
+    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    return ("<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\"><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:50em;margin:2em}}"
+            f"</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+
+
+def with_banner(feedback: str, lines: list[str]) -> str:
+    banner = ("<div class='attempt' style='border:1px solid #88a;background:#eef;padding:.5em 1em;margin:1em 0'>"
+              + "".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</div>")
+    head, found, rest = feedback.partition("<body>")
+    return head + found + banner + rest if found else banner + feedback
+
+
+class Service:
+    def __init__(self, course: Course, options: Options, settings: Settings):
+        self.course, self.options = course, options
+        self.state = options.out / "service"
+        self.ledger = Ledger(self.state / "ledger")
+        self.known = self.ledger.seen()
+        self.pending: dict[tuple[str, str], list[float]] = {}  # graded attempts decided but not finished
+        self.lock = threading.Lock()
+        self.bookkeeping: queue.Queue = queue.Queue()
+        self.counts = {"graded": 0, "not_graded": 0, "refused": 0}
+        self.settings = settings
+        inbound = exchange.course_dir(options.exchange, options.course_id) / "inbound"
+        if not inbound.is_dir():
+            inbound.mkdir(parents=True)
+            inbound.chmod(0o733)  # as nbgrader's release_assignment makes it: learners write, nobody lists
+        exchange.ensure_feedback_dir(options.exchange, options.course_id)
+        self.pool = Pool(course, settings, options.workers)
+        threading.Thread(target=self._keep_books, daemon=True, name="gradebook").start()
+
+    # -- 1, 2: what arrived, and whether it is graded now ------------------------------------------------------
+    def scan(self) -> int:
+        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments())
+        for arrival in found:
+            self.known.add(arrival.name)
+            self.take(arrival, time.time())
+        return len(found)
+
+    def take(self, arrival: exchange.Arrival, now: float) -> None:
+        secret = exchange.secret(arrival)
+        notebook = Path(notebook_name(arrival.assignment_id)).stem
+        if secret is None or arrival.problem:
+            reason = arrival.problem or "the submission has no readable submission_secret.txt (submit again)"
+            self._note(arrival, Attempt(arrival.name, now, False, "refused", message=reason), secret, notebook,
+                       page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
+            self.counts["refused"] += 1
+            return
+        key = (arrival.student_id, arrival.assignment_id)
+        with self.lock:
+            earlier = self.ledger.attempts(*key) + [Attempt("", t, True) for t in self.pending.get(key, [])]
+            decision = decide(self.options.policy, earlier, now)
+            if decision.grade:
+                self.pending.setdefault(key, []).append(now)
+        if not decision.grade:
+            limit = self.options.policy
+            said = (f"You have used {decision.used} of {limit.graded_per_window} graded attempts in the last "
+                    f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
+                    f"{_when(decision.next_at)}.")
+            self._note(arrival, Attempt(arrival.name, now, False, "over_limit", message=said), secret, notebook,
+                       page("Received, not graded now", [
+                           f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",
+                           f"The course's rule: {limit.describe()}. A submission over the limit does not count "
+                           "and shows no test results; this keeps Submit from becoming a way to probe the hidden "
+                           "tests. Keep working with Validate, which runs the visible checks as often as you like."]))
+            self.counts["not_graded"] += 1
+            return
+        number = len(self.ledger.attempts(*key)) + len(self.pending[key])
+        folder = (self.state / "attempts" / path_part(arrival.student_id) / path_part(arrival.assignment_id)
+                  / f"{number:03d}-{path_part(arrival.name)[:40]}")
+        submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
+        shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
+        exchange.copy_notebook(arrival, notebook_name(arrival.assignment_id), submitted, MAX_NOTEBOOK_BYTES)
+        job = Job(arrival.student_id, arrival.assignment_id, submitted)
+        settings = dataclasses.replace(self.settings, out=folder)
+        self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result)))
+
+    # -- 4: the learner's page ------------------------------------------------------------------------------------
+    def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
+                 result: NotebookResult | None) -> None:
+        key = (arrival.student_id, arrival.assignment_id)
+        notebook = Path(notebook_name(arrival.assignment_id)).stem
+        graded = result is not None and result.status is not Status.GRADER_ERROR  # our failure costs no attempt
+        attempt = Attempt(arrival.name, arrived, graded, result.status.value if result else "grader_error",
+                          result.reported_score if result else None, result.max_score if result else None)
+        with self.lock:
+            self.pending[key].remove(arrived)
+            attempts = self.ledger.attempts(*key) + [attempt]
+            counted = counting(self.options.policy, attempts)
+            for a in attempts:
+                a.counts = a is counted
+            self.ledger.write(*key, attempts)
+        policy = self.options.policy
+        used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
+        lines = [f"Graded by the course's grading service at {_when(time.time())}: attempt {len(attempts)} of "
+                 f"{arrival.assignment_id} ({arrival.timestamp})."]
+        if graded:
+            lines.append(f"Graded attempts used in the last {policy.window_hours:g} hours: {used}"
+                         + (f" of {policy.graded_per_window}" if policy.graded_per_window else "")
+                         + f". The {policy.counts} graded attempt counts"
+                         + ("; this is the one that counts now." if counted is attempt else
+                            f"; the one that counts now scored {counted.score:g}/{counted.max_score:g}."))
+        else:
+            lines.append("The grader failed on its side; this attempt is not counted against your limit. "
+                         "Submit again, or tell your instructor if it happens twice.")
+        feedback = Gradebook(folder).feedback_path(arrival.student_id, arrival.assignment_id, notebook_name(
+            arrival.assignment_id))
+        try:
+            text = feedback.read_text(encoding="utf-8")
+        except OSError:
+            text = page("Feedback", ["The grader wrote no feedback page for this submission."])
+        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, with_banner(text, lines))
+        self.counts["graded" if graded else "not_graded"] += 1
+        if counted is attempt and result is not None:
+            self.bookkeeping.put((folder, result))
+        print(f"serve: {arrival.student_id}/{arrival.assignment_id}: "
+              f"{attempt.status} {'-' if attempt.score is None else f'{attempt.score:g}'}/"
+              f"{'-' if attempt.max_score is None else f'{attempt.max_score:g}'}, feedback released "
+              f"{time.time() - arrived:.1f} s after it arrived", file=sys.stderr, flush=True)
+
+    def _note(self, arrival, attempt: Attempt, secret: str | None, notebook: str, text: str) -> None:
+        with self.lock:
+            attempts = self.ledger.attempts(arrival.student_id, arrival.assignment_id) + [attempt]
+            self.ledger.write(arrival.student_id, arrival.assignment_id, attempts)
+        if secret is not None:
+            exchange.release(self.options.exchange, self.options.course_id, secret, notebook, text)
+        print(f"serve: {arrival.name!r}: {attempt.status}: {attempt.message}", file=sys.stderr, flush=True)
+
+    # -- 5: the gradebook, off the learner's path ------------------------------------------------------------------
+    def _keep_books(self) -> None:
+        while True:
+            item = self.bookkeeping.get()
+            if item is None:
+                return
+            try:
+                self.publish(*item)
+            except Exception as error:  # noqa: BLE001 - the attempt's own folder keeps everything; say so
+                print(f"serve: could not publish {item[1].student_id}/{item[1].assignment_id} into the gradebook "
+                      f"({type(error).__name__}: {error}); its files stay in {item[0]}", file=sys.stderr, flush=True)
+            finally:
+                self.bookkeeping.task_done()
+
+    def publish(self, folder: Path, result: NotebookResult) -> None:
+        attempt, book = Gradebook(folder), Gradebook(self.options.out)
+        for where in ("result_path", "autograded_path", "feedback_path"):
+            source = getattr(attempt, where)(result.student_id, result.assignment_id, result.notebook)
+            target = getattr(book, where)(result.student_id, result.assignment_id, result.notebook)
+            if source.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+        if self.options.gradebook:
+            from grader.nbgrader_adapter.db import export_grades
+            from grader.nbgrader_adapter.manual_grades import refresh
+
+            export_grades(self.options.gradebook, self.course, [result], folder / "submitted")
+            refresh(self.options.out, self.options.gradebook)  # rebuilds the tables with the hand grades
+        else:
+            book.write_tables(book.all_results())
+
+    def idle(self) -> bool:
+        with self.lock:
+            pending = any(self.pending.values())
+        return not pending and self.pool.waiting() == 0 and self.bookkeeping.unfinished_tasks == 0
+
+    def status(self) -> dict:
+        with self.lock:
+            grading = sum(len(v) for v in self.pending.values())
+        return {"grading": grading, "waiting": self.pool.waiting(), **self.counts,
+                "policy": self.options.policy.describe()}
+
+    def close(self) -> None:
+        self.pool.close()
+        self.bookkeeping.put(None)
+
+
+def _handler(service: Service):
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, code: int, data: dict) -> None:
+            body = json.dumps(data).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            if self.path == "/status":
+                return self._answer(200, service.status())
+            return self._answer(404, {"error": "no such route"})
+
+        def do_POST(self):  # noqa: N802
+            if self.path != "/validate":
+                return self._answer(404, {"error": "no such route"})
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                return self._answer(411, {"error": "a Content-Length is needed"})
+            if not 0 <= length <= MAX_REQUEST_BYTES:
+                return self._answer(413, {"error": f"the request is over {MAX_REQUEST_BYTES} bytes"})
+            body = self.rfile.read(length)
+            try:
+                from grader.service.validation import handle
+            except ImportError:
+                return self._answer(503, {"error": "this grading service cannot judge Validate's checks"})
+            code, answer = handle(service.course, body)
+            return self._answer(code, answer)
+
+        def log_message(self, format, *args):  # noqa: A002 - quiet: one line per submission is printed instead
+            pass
+
+    return Handler
+
+
+def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
+    """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
+    service = Service(course, options, settings)
+    server = None
+    if options.port is not None and not once:
+        server = ThreadingHTTPServer(("127.0.0.1", options.port), _handler(service))
+        threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
+    print(f"serve: watching {exchange.course_dir(options.exchange, options.course_id) / 'inbound'}; "
+          f"{options.policy.describe()}; {options.workers} warm kernel(s)"
+          + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
+          file=sys.stderr, flush=True)
+    try:
+        while True:
+            found = service.scan()
+            if once and not found and service.idle():
+                return 0
+            time.sleep(options.poll_s)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()
+        service.close()

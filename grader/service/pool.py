@@ -1,0 +1,84 @@
+"""Warm kernels waiting for submissions: the service's grading workers.
+
+A batch run starts its fork server and kernels when it starts and stops them when the folder is graded; the service
+keeps them: one fork server (``grader.sandbox.zygote``) that imported the libraries once, and ``workers`` threads
+that each hold one confined kernel already started, so a submission that arrives is running within a second. Each
+kernel still runs exactly one notebook (``grader.classroom.batch.grade_job``, the same steps as a batch run) and
+the worker starts the next one while the current notebook runs.
+"""
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from grader.classroom.batch import _discard, _warm_kernel, grade_job
+from grader.layout import Course
+from grader.results import NotebookResult
+from grader.sandbox.zygote import Zygote
+from grader.submission.judge import load_rubric
+from grader.submission.pipeline import Job, Settings
+
+
+@dataclass
+class Task:
+    job: Job
+    settings: Settings  # the job's own output folder
+    done: Callable[[NotebookResult | None], None]
+
+
+class Pool:
+    def __init__(self, course: Course, settings: Settings, workers: int):
+        self.course, self.settings = course, settings
+        self.tasks: queue.Queue[Task | None] = queue.Queue()
+        self.zygote = Zygote() if settings.fork_server else None
+        self.busy = 0
+        self._lock = threading.Lock()
+        for assignment in course.assignments():
+            load_rubric(course.rubric(assignment))  # import once, before threads race to do it
+        self.threads = [threading.Thread(target=asyncio.run, args=(self._worker(),), daemon=True,
+                                         name=f"grading-worker-{n}") for n in range(workers)]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, task: Task) -> None:
+        self.tasks.put(task)
+
+    def waiting(self) -> int:
+        return self.tasks.qsize()
+
+    async def _worker(self) -> None:
+        warm = asyncio.ensure_future(_warm_kernel(self.settings, self.zygote))
+        try:
+            while True:
+                task = await asyncio.to_thread(self.tasks.get)
+                if task is None:
+                    return
+                with self._lock:
+                    self.busy += 1
+
+                def take_kernel():
+                    nonlocal warm
+                    current, warm = warm, asyncio.ensure_future(_warm_kernel(self.settings, self.zygote))
+                    return current
+
+                try:
+                    result = await grade_job(task.job, self.course, task.settings, self.zygote, take_kernel)
+                except BaseException:  # noqa: BLE001 - grade_job records its own failures; this is the last guard
+                    result = None
+                finally:
+                    with self._lock:
+                        self.busy -= 1
+                task.done(result)
+        finally:
+            await _discard(warm)
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.tasks.put(None)
+        for thread in self.threads:
+            thread.join(timeout=60)
+        if self.zygote is not None:
+            self.zygote.close()
