@@ -85,6 +85,7 @@ def cmd_grade(args) -> int:
 
 def cmd_serve(args) -> int:
     from grader.service.app import Options, serve
+    from grader.classroom.batch import default_workers
     from grader.service.attempts import Policy
     from grader.submission.pipeline import Settings
 
@@ -100,8 +101,8 @@ def cmd_serve(args) -> int:
     settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices,
                         platform=args.platform, confine=not args.no_confine, compile_cache=False)
     options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
-                      out=args.out.resolve(), policy=policy, workers=args.workers, gradebook=args.gradebook,
-                      port=args.port)
+                      out=args.out.resolve(), policy=policy, workers=args.workers or default_workers(),
+                      gradebook=args.gradebook, port=args.port, check_owner=not args.no_check_owner)
     return serve(course, options, settings, once=args.once)
 
 
@@ -314,9 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--window-hours", type=float, default=24.0, help="the window of --attempts (default 24)")
     serve.add_argument("--counts", choices=["last", "best"], default="last",
                        help="which graded attempt counts in the gradebook (default: last, as nbgrader's collect)")
-    serve.add_argument("--workers", type=int, default=2, help="warm kernels grading at once (default 2)")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="warm kernels grading at once (default: the number of cores plus one)")
     serve.add_argument("--port", type=int, default=47080, help="loopback port of /validate and /status")
     serve.add_argument("--gradebook", metavar="DB_URL", help="also write the counting scores into this nbgrader database")
+    serve.add_argument("--no-check-owner", action="store_true",
+                       help="grade a submission under the student id its folder names even when another Unix "
+                            "account owns it (one account for every learner, as in a demo or a benchmark)")
     serve.add_argument("--once", action="store_true", help="grade what is in the exchange now, then stop")
     serve.add_argument("--no-confine", action="store_true", help="skip the uid switch and mount hiding (development only)")
     _limit_arguments(serve, defaults)
@@ -367,6 +372,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_LABS = ("lab", "instructor")
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if argv[:1] and argv[0] in _LABS and not {"-h", "--help"} & set(argv[1:2]):
+        # Everything after `lab`/`instructor` is JupyterLab's, in order (`lab --port=8899 --no-browser`):
+        # argparse's REMAINDER refuses a first argument that looks like an option.
+        args = parser.parse_args(argv[:1])
+        args.jupyter_args = argv[1:]
+    else:
+        args = parser.parse_args(argv)
     sys.exit(args.run(args))

@@ -42,6 +42,7 @@ from grader.submission.pipeline import Job, Settings, notebook_name
 
 DEFAULT_PORT = 47080  # loopback only
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
+SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Options:
     gradebook: str | None = None  # nbgrader's database URL
     poll_s: float = 0.25
     port: int | None = DEFAULT_PORT  # None: no HTTP server
+    check_owner: bool = True  # a submission counts for the student whose Unix account owns its folder
 
 
 def _when(seconds: float) -> str:
@@ -97,14 +99,19 @@ class Service:
 
     # -- 1, 2: what arrived, and whether it is graded now ------------------------------------------------------
     def scan(self) -> int:
-        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments())
+        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments(),
+                                  check_owner=self.options.check_owner)
+        taken = 0
         for arrival in found:
+            secret = exchange.secret(arrival)
+            if secret is None and not arrival.problem and exchange.age(arrival) < SUBMIT_GRACE_S:
+                continue  # nbgrader's submit writes the secret last: it may still be copying
             self.known.add(arrival.name)
-            self.take(arrival, time.time())
-        return len(found)
+            self.take(arrival, secret, time.time())
+            taken += 1
+        return taken
 
-    def take(self, arrival: exchange.Arrival, now: float) -> None:
-        secret = exchange.secret(arrival)
+    def take(self, arrival: exchange.Arrival, secret: str | None, now: float) -> None:
         notebook = Path(notebook_name(arrival.assignment_id)).stem
         if secret is None or arrival.problem:
             reason = arrival.problem or "the submission has no readable submission_secret.txt (submit again)"
@@ -223,6 +230,12 @@ class Service:
         else:
             book.write_tables(book.all_results())
 
+    def still_arriving(self) -> bool:
+        """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""
+        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments(),
+                                  check_owner=self.options.check_owner)
+        return bool(found)
+
     def idle(self) -> bool:
         with self.lock:
             pending = any(self.pending.values())
@@ -291,7 +304,7 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
     try:
         while True:
             found = service.scan()
-            if once and not found and service.idle():
+            if once and not found and service.idle() and not service.still_arriving():
                 return 0
             time.sleep(options.poll_s)
     except KeyboardInterrupt:

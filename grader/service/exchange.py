@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import re
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +50,20 @@ def ensure_feedback_dir(exchange: Path, course_id: str) -> Path:
     return folder
 
 
-def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[str]) -> list[Arrival]:
-    """New inbound folders (not in ``known``), oldest name first; unusable ones carry their ``problem``."""
+def owner(mode_uid: int) -> str:
+    try:
+        return pwd.getpwuid(mode_uid).pw_name
+    except KeyError:
+        return f"uid {mode_uid}"
+
+
+def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[str], *,
+             check_owner: bool = True) -> list[Arrival]:
+    """New inbound folders (not in ``known``), oldest name first; unusable ones carry their ``problem``.
+
+    ``check_owner`` (nbgrader's ``CollectApp.check_owner``): the inbound directory is writable by every learner,
+    so a folder named ``victim+assignment+...`` is graded as the victim's only when the victim's Unix account owns
+    it; otherwise anyone could spend another learner's attempts or replace the grade that counts."""
     inbound = course_dir(exchange, course_id) / "inbound"
     try:
         with os.scandir(inbound) as entries:
@@ -64,21 +78,33 @@ def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[
         timestamp = parts[2] if len(parts) >= 3 else ""
         problem = None
         try:
-            mode = os.lstat(folder).st_mode
+            info = os.lstat(folder)
         except OSError:
             continue  # gone already (the instructor cleaned up)
+        mode = info.st_mode
         if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
             problem = "the submission is not a folder (a link or a file): submit from the Assignment List"
         elif len(parts) not in (3, 4):
             problem = "the submission's folder name is not nbgrader's student+assignment+timestamp form"
         elif not identifiers.valid(student):
             problem = identifiers.refusal("student id", shown_name(student), student)
+        elif check_owner and owner(info.st_uid) != student:
+            problem = (f"the submission names the student {shown_name(student)!r} but belongs to the Unix account "
+                       f"{shown_name(owner(info.st_uid))!r}: submit from your own account")
         elif assignment not in assignments:
             problem = (f"unknown assignment {shown_name(assignment)!r} "
                        f"(this course has {', '.join(assignments)})")
         found.append(Arrival(name, folder, student if not problem else shown_name(student),
                              assignment, shown_name(timestamp[:MAX_TIMESTAMP_CHARS]), problem))
     return found
+
+
+def age(arrival: Arrival) -> float:
+    """Seconds since the folder last changed (0 when it cannot be read)."""
+    try:
+        return max(0.0, time.time() - os.lstat(arrival.folder).st_mtime)
+    except OSError:
+        return 0.0
 
 
 def read_small(path: Path, limit: int) -> str | None:

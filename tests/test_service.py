@@ -1,0 +1,191 @@
+"""The grading service (``python -m grader serve``): Submit -> graded -> feedback the learner fetches.
+
+The policy and the ledger are tested as functions; the exchange is read as hostile input (links, files, names
+outside the id rule, another learner's name, FIFOs, oversized notebooks); the whole path runs with nbgrader's own
+``release_assignment``, ``fetch_assignment``, ``submit`` and ``fetch_feedback``.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.service import exchange
+from grader.service.attempts import Attempt, Ledger, Policy, counting, decide
+from test_workflow import ROOT, _env, _nbgrader, copy_course, hidden_lines
+
+HOUR = 3600.0
+
+
+# --- the attempts policy -----------------------------------------------------------------------------------
+
+def test_the_limit_is_a_rolling_window_on_the_services_clock():
+    policy = Policy(graded_per_window=3, window_hours=24)
+    attempts = [Attempt(f"a{n}", 1000.0 + n * HOUR, True) for n in range(3)]
+    assert decide(policy, attempts[:2], 1000.0 + 2 * HOUR).grade
+    refused = decide(policy, attempts, 1000.0 + 3 * HOUR)
+    assert not refused.grade and refused.used == 3
+    assert refused.next_at == 1000.0 + 24 * HOUR  # when the oldest of the three leaves the window
+    assert decide(policy, attempts, 1000.0 + 24 * HOUR + 1).grade
+    # submissions that were not graded (over the limit, refused, the grader's own failure) cost nothing
+    assert decide(policy, [*attempts[:2], Attempt("x", 1000.0, False, "grader_error")], 1000.0 + 3 * HOUR).grade
+    assert decide(Policy(graded_per_window=None), attempts * 10, 1000.0).grade
+
+
+def test_the_attempt_that_counts_is_the_last_or_the_best():
+    attempts = [Attempt("a", 1.0, True, "graded", 9.0, 11.0), Attempt("b", 2.0, True, "graded", 5.0, 11.0),
+                Attempt("c", 3.0, False, "over_limit")]
+    assert counting(Policy(counts="last"), attempts).name == "b"
+    assert counting(Policy(counts="best"), attempts).name == "a"
+    assert counting(Policy(), [Attempt("c", 3.0, False, "over_limit")]) is None
+    with pytest.raises(ValueError, match="last, best"):
+        Policy(counts="first")
+    with pytest.raises(ValueError):
+        Policy(graded_per_window=0)
+
+
+def test_the_ledger_survives_a_restart(tmp_path):
+    ledger = Ledger(tmp_path)
+    ledger.write("ada", "sharded_step", [Attempt("ada+sharded_step+t+1", 5.0, True, "graded", 3.0, 11.0)])
+    again = Ledger(tmp_path)
+    assert again.seen() == {"ada+sharded_step+t+1"}
+    assert again.attempts("ada", "sharded_step")[0].score == 3.0
+
+
+# --- the exchange, read as hostile input -----------------------------------------------------------------------
+
+def _inbound(tmp_path: Path) -> Path:
+    inbound = tmp_path / "exchange" / "course" / "inbound"
+    inbound.mkdir(parents=True)
+    return inbound
+
+
+def _submission(inbound: Path, student: str, assignment: str = "sharded_step", *, secret: str | None = None) -> Path:
+    folder = inbound / f"{student}+{assignment}+2026-12-01 10:00:00.000000 UTC+{secrets.token_hex(4)}"
+    folder.mkdir()
+    (folder / f"{assignment}.ipynb").write_text("{}")
+    (folder / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text(secret or secrets.token_hex(64))
+    return folder
+
+
+def test_every_unusable_inbound_folder_is_named_with_its_reason(tmp_path):
+    inbound = _inbound(tmp_path)
+    me = getpass.getuser()
+    good = _submission(inbound, me)
+    _submission(inbound, "<img src=x onerror=alert(1)>")
+    _submission(inbound, me, "no_such_assignment")
+    (inbound / "just-a-file").write_text("x")
+    (inbound / f"{me}+sharded_step+ts+link").symlink_to(good)
+    (inbound / "two+parts").mkdir()
+    someone_else = _submission(inbound, "victim")
+    found = {a.name: a for a in exchange.arrivals(tmp_path / "exchange", "course", set(), ["sharded_step"])}
+    assert found[good.name].problem is None and found[good.name].student_id == me
+    problems = {name: a.problem for name, a in found.items() if a.problem}
+    assert len(problems) == 6, problems
+    assert any("not a usable student id" in p for p in problems.values())
+    assert any("unknown assignment 'no_such_assignment'" in p for p in problems.values())
+    assert problems[f"{me}+sharded_step+ts+link"].startswith("the submission is not a folder")
+    assert problems["just-a-file"].startswith("the submission is not a folder")
+    assert "student+assignment+timestamp" in problems["two+parts"]
+    assert "belongs to the Unix account" in problems[someone_else.name]
+    # without the owner check (one account for every learner) the other name is taken at its word
+    lenient = exchange.arrivals(tmp_path / "exchange", "course", set(), ["sharded_step"], check_owner=False)
+    assert next(a for a in lenient if a.name == someone_else.name).problem is None
+    # what was decided once is not offered again
+    assert not exchange.arrivals(tmp_path / "exchange", "course", set(found), ["sharded_step"])
+
+
+def test_only_the_assignments_notebook_is_copied_and_never_through_a_link_or_a_fifo(tmp_path):
+    inbound = _inbound(tmp_path)
+    folder = _submission(inbound, getpass.getuser())
+    (folder / "extra.py").write_text("import os")
+    arrival = exchange.arrivals(tmp_path / "exchange", "course", set(), ["sharded_step"])[0]
+    dest = tmp_path / "copy"
+    assert exchange.copy_notebook(arrival, "sharded_step.ipynb", dest, limit=100)
+    assert sorted(p.name for p in dest.iterdir()) == ["sharded_step.ipynb", "timestamp.txt"]
+    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "small", limit=1)  # over the limit
+    (folder / "sharded_step.ipynb").unlink()
+    os.mkfifo(folder / "sharded_step.ipynb")  # a reader that opened it would block forever
+    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "fifo", limit=100)
+    (folder / "sharded_step.ipynb").unlink()
+    (tmp_path / "secret.ipynb").write_text("the instructor's file")
+    (folder / "sharded_step.ipynb").symlink_to(tmp_path / "secret.ipynb")
+    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "link", limit=100)
+    assert not (tmp_path / "link" / "sharded_step.ipynb").exists()
+    (folder / "submission_secret.txt").write_text("not hex; " * 5)
+    assert exchange.secret(arrival) is None
+
+
+def test_feedback_goes_where_nbgraders_fetch_feedback_looks(tmp_path):
+    from nbgrader.utils import notebook_hash
+
+    secret = secrets.token_hex(64)
+    path = exchange.release(tmp_path, "course", secret, "sharded_step", "<p>page</p>")
+    assert path.name == notebook_hash(secret=secret, notebook_id="sharded_step") + ".html"
+    assert oct(path.stat().st_mode & 0o777) == "0o644" and path.read_text() == "<p>page</p>"
+
+
+# --- the whole path, with nbgrader's own exchange commands -------------------------------------------------
+
+def _serve_once(course, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "grader", "serve", "--once", "--workers", "1", *args],
+                          cwd=course.root, env=_env(course), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def _fetched_pages(workspace: Path, assignment: str) -> list[str]:
+    return sorted((p.read_text() for p in (workspace / assignment / "feedback").rglob(f"{assignment}.html")), key=len)
+
+
+@pytest.mark.slow
+def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp_path):
+    from grader.course.workspace import ensure_exchange, learner_lab
+
+    course = copy_course(tmp_path / "course")
+    ensure_exchange(course)
+    instructor = _env(course)
+    _, learner, workspace = learner_lab(course, workspace=tmp_path / "learner")
+    workspace.mkdir()
+    learner = {**learner, "JUPYTER_CONFIG_DIR": str(tmp_path / "no-user-config")}
+    assignment = "sharded_step"
+    _nbgrader(course.root, instructor, "generate_assignment", assignment, "--force")
+    _nbgrader(course.root, instructor, "release_assignment", assignment, "--force")
+    _nbgrader(workspace, learner, "fetch_assignment", assignment)
+    # the learner's step sums the four per-device means (sample learner 'chen'): 4 times the gradient
+    shutil.copy2(ROOT / "samples" / "submitted" / "chen" / assignment / f"{assignment}.ipynb",
+                 workspace / assignment / f"{assignment}.ipynb")
+    _nbgrader(workspace, learner, "submit", assignment)
+
+    log = _serve_once(course, "--attempts", "1")
+    assert "feedback released" in log, log
+    _nbgrader(workspace, learner, "fetch_feedback", assignment)
+    [page] = _fetched_pages(workspace, assignment)
+    assert "4 times the global gradient: the per-device means were summed" in page
+    assert "attempt 1 of sharded_step" in page and "this is the one that counts now" in page
+    assert "Content-Security-Policy" in page and not [line for line in hidden_lines(course, assignment) if line in page]
+    student = getpass.getuser()
+    result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())
+    assert result["status"] == "graded" and 0 < sum(t["points"] for t in result["tests"]) < 11
+    assert f"{student},{assignment}," in (course.root / "grades.csv").read_text()
+
+    # a second submission within the day: kept, not graded, and the learner is told when the next one is
+    _nbgrader(workspace, learner, "submit", assignment)
+    log = _serve_once(course, "--attempts", "1")
+    assert "over_limit" in log, log
+    _nbgrader(workspace, learner, "fetch_feedback", assignment)
+    pages = _fetched_pages(workspace, assignment)
+    assert len(pages) == 2 and "Received, not graded now" in pages[0] and "You have used 1 of 1" in pages[0]
+    ledger = json.loads((course.root / "service" / "ledger" / student / f"{assignment}.json").read_text())
+    assert [a["status"] for a in ledger] == ["graded", "over_limit"] and ledger[0]["counts"]
+    # the gradebook still holds the graded attempt
+    assert json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text()) == result
