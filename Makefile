@@ -34,12 +34,14 @@ docs: $(STAMP)
 
 # The learner's JupyterLab: rooted at workspace/ (git-ignored, copied once from notebooks/,
 # never regenerated), no formgrader, source/ and grading output out of reach.
+# ARGS go to JupyterLab as they are: make lab ARGS="--port=8899 --no-browser"
+ARGS ?=
 lab: $(STAMP)
-	$(PY) -m grader lab
+	$(PY) -m grader lab $(ARGS)
 
-# The instructor's JupyterLab: the course root, opened on formgrader.
+# The instructor's JupyterLab: the course root, opened on formgrader (ARGS as for lab).
 instructor: $(STAMP)
-	$(PY) -m grader instructor
+	$(PY) -m grader instructor $(ARGS)
 
 workspace: $(STAMP)
 	$(PY) -m grader workspace

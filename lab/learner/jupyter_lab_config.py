@@ -1,0 +1,13 @@
+"""JupyterLab's settings for the learner's lab (``python -m grader lab`` puts this folder on JUPYTER_CONFIG_PATH).
+
+JupyterLab reads default overrides of its settings only from its application settings folder
+(``overrides.json`` there). Pointing that folder at ``labconfig/`` makes the course's defaults the lab's:
+no "Would you like to get notified about official Jupyter news?" prompt on the first start, no news fetched
+and no update check (a learner's lab has no business on the internet). A learner may still change them in
+Settings > Notifications. (The default folder, ``.venv/share/jupyter/lab/settings``, holds nothing.)
+"""
+import os
+
+c = get_config()  # noqa: F821 - provided by traitlets when JupyterLab loads this file
+
+c.LabApp.app_settings_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "labconfig")

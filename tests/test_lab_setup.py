@@ -1,0 +1,103 @@
+"""What a newcomer meets when starting a lab: `make lab ARGS=...` reaches JupyterLab, and no news prompt.
+
+Each test runs the real `make lab` / `make instructor` on a temporary copy of the course (COURSE_ROOT), with
+Jupyter's own folders in tmp_path (so no personal setting hides or fakes the course's), and reads the
+notification settings the way the JupyterLab page does: from the server's settings API.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
+STOCK_SCHEMA = ROOT / ".venv" / "share" / "jupyter" / "lab" / "schemas" / "@jupyterlab" / "apputils-extension" / \
+    "notification.json"
+
+
+def _copy_course(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "figures")
+    for folder in ("notebooks", "source", "lab"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    return dest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str, token: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except (urllib.error.URLError, OSError):
+        return 0, b""
+
+
+def _stop(process: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.mark.parametrize("target", ["lab", "instructor"])
+def test_make_target_passes_server_options_and_jupyterlab_asks_no_news(tmp_path, target):
+    # The stock default asks ("none": the "Would you like to get notified about official Jupyter news?" prompt).
+    stock = json.loads(STOCK_SCHEMA.read_text())["properties"]
+    assert stock["fetchNews"]["default"] == "none" and stock["checkForUpdates"]["default"] is True
+
+    course = _copy_course(tmp_path / "course")
+    home = tmp_path / "home"
+    token, port = secrets.token_hex(16), _free_port()
+    args = f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={token}"
+    env = dict(os.environ, COURSE_ROOT=str(course), JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    log = tmp_path / f"{target}.log"
+    with log.open("w") as out:
+        # -o: never reinstall .venv from inside a test; the command itself is the Makefile's.
+        process = subprocess.Popen(["make", "-o", ".venv/.installed-stamp", target, f"ARGS={args}"], cwd=ROOT,
+                                   env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while _get(f"{url}/api/status", token)[0] != 200:
+            assert process.poll() is None, f"make {target} ARGS=... stopped:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"make {target} did not serve on --port={port}:\n{log.read_text()[-3000:]}"
+            time.sleep(0.5)
+        status, body = _get(f"{url}/lab/api/settings/{NOTIFICATION}", token)
+        assert status == 200, body[:500]
+        served = json.loads(body)
+        defaults = {name: spec.get("default") for name, spec in served["schema"]["properties"].items()}
+        user = served.get("settings") or {}
+        fetch_news, check_updates = user.get("fetchNews", defaults["fetchNews"]), \
+            user.get("checkForUpdates", defaults["checkForUpdates"])
+        assert fetch_news == "false", f"make {target}: JupyterLab's fetchNews is {fetch_news!r}; 'none' asks the newcomer"
+        assert check_updates is False, f"make {target}: JupyterLab still checks for updates online"
+    finally:
+        _stop(process)
