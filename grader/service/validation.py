@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import json
 import re
 import sys
@@ -70,6 +71,8 @@ class ShownEvidence(Evidence):
         #: being handled, the parts (``Evidence.part``) that had failed
         self.stopped: NotShown | None = None
         self.failed_before: list[str] = []
+        #: the NotShown that ended a part (each part is a skill judged from its own records; the next one goes on)
+        self.part_stops: list[NotShown] = []
         self.reads = 0
 
     def _shows(self, key: str) -> bool:
@@ -98,6 +101,25 @@ class ShownEvidence(Evidence):
         if not self._visible_keys(key):
             self._stop("hidden", key)
         self.reads += 1
+
+    @contextlib.contextmanager
+    def part(self, what: str, *, points: float):
+        """``Evidence.part``, where a ``NotShown`` ends this part only: its visible checks ran (a failure among them
+        is the part's), what it needs beyond them is graded after submission, and the next part is judged on its
+        own visible records. Nothing the part would have checked after the ``NotShown`` is judged or reported."""
+        if self.stopped is not None:
+            raise self.stopped
+        with super().part(what, points=points) as judged:
+            try:
+                yield judged
+            except NotShown as stop:
+                if stop is not self.stopped:
+                    raise
+                extra = self.failed_before[len(self.failed_parts()):]  # a Mismatch being handled at the stop
+                if extra and judged.failure is None:
+                    judged.failure = extra[-1]
+                self.part_stops.append(stop)
+                self.stopped, self.failed_before = None, []
 
     def has(self, key: str) -> bool:
         self._read(key)
@@ -241,14 +263,17 @@ def verdict(rubric: Rubric, cell: TestCell, records: list, error: dict | None) -
     elif failure is not None and error is not None:
         check = visible_check(cell.visible_source, error)
         failure = f"{failure}; {check}" if check else failure
-    stopped = evidence.stopped
-    why = stopped.why if stopped else None
+    stops = evidence.part_stops + ([evidence.stopped] if evidence.stopped else [])
+    why = stops[0].why if stops else None
     if failure is not None:
+        passed = [part.what for part in getattr(evidence, "parts", []) if part.failure is None]
+        if passed and len(passed) < len(evidence.parts):
+            failure += f"; {' and '.join(passed)}: the visible checks pass"
         return "fails", failure, why
-    if stopped is None:
+    if not stops:
         return "passes", "passes: every check of this test ran here", None
-    if stopped.why == "after_submit" and evidence.reads == 0:
-        return "after_submit", f"{evidence.name(stopped.key)}: its correctness is graded after you submit", why
+    if evidence.reads == 0 and all(stop.why == "after_submit" for stop in stops):
+        return "after_submit", f"{evidence.name(stops[0].key)}: its correctness is graded after you submit", why
     return "visible_pass", "the visible checks pass; more cases are graded after you submit", why
 
 
