@@ -189,3 +189,58 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
     assert [a["status"] for a in ledger] == ["graded", "over_limit"] and ledger[0]["counts"]
     # the gradebook still holds the graded attempt
     assert json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text()) == result
+
+
+# --- the same path in a real browser ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
+    """Fetch, Submit, refresh, Fetch Feedback in the learner's Assignment List, with the service running: the page
+    has the score and the named mistake and no hidden test; a second Submit over the limit is told so."""
+    from test_browser import ARTIFACTS, JUPYTER, _free_port, _run_browser, _setup_browser
+    from test_workflow import Server
+
+    from grader.course.workspace import learner_lab
+
+    if not JUPYTER.exists():
+        pytest.skip(f"{JUPYTER} is missing: run `make test`, which installs the project's environment")
+    _setup_browser()
+    course = copy_course(tmp_path / "course")
+    argv, env, cwd = learner_lab(course)  # creates the course's exchange
+    (course.root / "workspace").mkdir(exist_ok=True)
+    assignment = "sharded_step"
+    _nbgrader(course.root, _env(course), "generate_assignment", assignment, "--force")
+    _nbgrader(course.root, _env(course), "release_assignment", assignment, "--force")
+    wrong = nbformat.read(ROOT / "samples" / "submitted" / "chen" / assignment / f"{assignment}.ipynb", as_version=4)
+    fixture = {"assignment": assignment, "hidden_lines": hidden_lines(course, assignment),
+               "solutions": {c.metadata["nbgrader"]["grade_id"]: c.source for c in wrong.cells
+                             if c.metadata.get("nbgrader", {}).get("solution")},
+               "mistake": "4 times the global gradient: the per-device means were summed"}
+    (tmp_path / "fixture.json").write_text(json.dumps(fixture))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    service_log = (ARTIFACTS / "submit-service.log").open("w")
+    service = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--attempts", "1", "--workers", "1",
+                                "--port", str(_free_port())], cwd=course.root, env=_env(course), stdout=service_log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    learner = None
+    try:
+        learner = Server(argv, env, cwd, tmp_path / "learner-home", ARTIFACTS / "submit-learner.log")
+        returncode, output = _run_browser(dict(os.environ, LEARNER_URL=learner.url, LEARNER_TOKEN=learner.token,
+                                               SUBMIT_FIXTURE=str(tmp_path / "fixture.json"),
+                                               ARTIFACTS_DIR=str(ARTIFACTS)), script="submit.mjs", timeout=600)
+        print(output)
+        assert returncode == 0, (f"{output}\n--- service ---\n{(ARTIFACTS / 'submit-service.log').read_text()[-3000:]}"
+                                 f"\n--- learner ---\n{learner.log.read_text()[-2000:]}")
+    finally:
+        if learner is not None:
+            learner.stop()
+        service.terminate()
+        service.wait(timeout=60)
+        service_log.close()
+    result = json.loads(next(l for l in output.splitlines() if l.startswith("SUBMIT-RESULT "))[len("SUBMIT-RESULT "):])
+    assert result["second"]["folders"] == 2
+    # the page the learner opened is the one the service released for that submission, byte for byte
+    released = sorted((course.root / "exchange" / "jax-distributed-training" / "feedback").glob("*.html"))
+    opened = (course.root / "workspace" / result["first"]["file"]).read_bytes()
+    assert opened in [p.read_bytes() for p in released]
+    print(f"Submit -> feedback listed {result['first']['listed']:.1f} s, fetched {result['first']['fetched']:.1f} s")
