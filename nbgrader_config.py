@@ -23,8 +23,11 @@ import warnings  # noqa: E402
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
 # nbgrader 0.9 with SQLAlchemy 2.x warns on every first write of a submission ("Object of type
-# <SubmittedAssignment> not in session ... will not proceed"); the row is written all the same
-# (tests/test_workflow.py reads it back). The warning reads like a failed write, so it is hidden.
+# <SubmittedAssignment> not in session ... will not proceed"): its add_submission links the new rows to the
+# assignment and student before adding them, and a lazy load in between autoflushes. The rows are written all
+# the same at its add and commit (tests/test_workflow.py reads them back). The course's own copy into the
+# gradebook (grader/nbgrader_adapter/db.py) avoids the autoflush; nbgrader's own commands (formgrader's
+# Autograde) cannot be changed from here, and the warning reads like a failed write, so there it is hidden.
 warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session", category=SAWarning)
 
 from nbgrader import preprocessors as pp  # noqa: E402
@@ -42,6 +45,15 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # JAX compiles on first call; the default 30 s per cell is tight on 2 cores.
 c.Execute.timeout = 180
 c.ExecutePreprocessor.timeout = 180
+
+# The kernels nbgrader starts (`nbgrader validate`, the Validate button) talk to it over loopback TCP; ipykernel 7
+# warns "Kernel is running over TCP without encryption" unless the kernel manager gives it CurveZMQ keys. It
+# does with this policy (pyzmq's wheels include CurveZMQ; the kernel spec declares it), and that traffic is then
+# encrypted instead of the warning hidden.
+import zmq  # noqa: E402
+
+if zmq.has("curve"):
+    c.KernelManager.transport_encryption = "auto"
 
 # formgrader's Autograde and Generate Feedback buttons (and `nbgrader autograde`,
 # `nbgrader generate_feedback`) run the course's grader and write its feedback page; no stock step

@@ -52,8 +52,13 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult], su
                 continue  # no score to copy, or no student to create (an id outside the rule, even from an older run)
             book.update_or_create_student(result.student_id)
             when = _submitted_at(submissions, result.student_id, result.assignment_id)
-            book.update_or_create_submission(result.assignment_id, result.student_id,
-                                             **({"timestamp": when} if when else {}))
+            # nbgrader builds a new submission's rows linked to the assignment and student, then adds them to the
+            # session; under SQLAlchemy 2 the lazy loads in between autoflush the half-built rows and warn
+            # ("SAWarning: Object of type <SubmittedAssignment> not in session"). Without autoflush the same rows
+            # are written whole at nbgrader's own add and commit.
+            with book.db.no_autoflush:
+                book.update_or_create_submission(result.assignment_id, result.student_id,
+                                                 **({"timestamp": when} if when else {}))
             notebook = Path(result.notebook).stem
             for test in result.tests:
                 grade = book.find_grade(test.grade_id, notebook, result.assignment_id, result.student_id)
