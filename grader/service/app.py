@@ -252,8 +252,14 @@ class Service:
         self.bookkeeping.put(None)
 
 
+VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
+
+
 def _handler(service: Service):
+    judging = threading.BoundedSemaphore(VALIDATE_AT_ONCE)
+
     class Handler(BaseHTTPRequestHandler):
+        timeout = 10  # seconds a connection may stall (a client that sends nothing holds no thread for long)
         def _answer(self, code: int, data: dict) -> None:
             body = json.dumps(data).encode()
             self.send_response(code)
@@ -276,12 +282,19 @@ def _handler(service: Service):
                 return self._answer(411, {"error": "a Content-Length is needed"})
             if not 0 <= length <= MAX_REQUEST_BYTES:
                 return self._answer(413, {"error": f"the request is over {MAX_REQUEST_BYTES} bytes"})
-            body = self.rfile.read(length)
+            if not judging.acquire(timeout=5):
+                return self._answer(503, {"error": "the grading service is busy; Validate again in a moment"})
             try:
+                body = self.rfile.read(length)
                 from grader.service.validation import handle
+
+                code, answer = handle(service.course, body)
             except ImportError:
-                return self._answer(503, {"error": "this grading service cannot judge Validate's checks"})
-            code, answer = handle(service.course, body)
+                code, answer = 503, {"error": "this grading service cannot judge Validate's checks"}
+            except Exception as error:  # noqa: BLE001 - a request must never stop the service
+                code, answer = 500, {"error": f"the grading service failed on this request ({type(error).__name__})"}
+            finally:
+                judging.release()
             return self._answer(code, answer)
 
         def log_message(self, format, *args):  # noqa: A002 - quiet: one line per submission is printed instead
