@@ -244,3 +244,42 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
     opened = (course.root / "workspace" / result["first"]["file"]).read_bytes()
     assert opened in [p.read_bytes() for p in released]
     print(f"Submit -> feedback listed {result['first']['listed']:.1f} s, fetched {result['first']['fetched']:.1f} s")
+
+
+# --- the loopback HTTP routes ------------------------------------------------------------------------------
+
+def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monkeypatch):
+    import threading
+    import types
+    import urllib.error
+    import urllib.request
+    from http.server import ThreadingHTTPServer
+
+    from grader.layout import Course
+    from grader.service import app, validation
+
+    fake = types.SimpleNamespace(course=Course.default(), status=lambda: {"grading": 0, "waiting": 0})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(fake))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def call(path: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(url + path, data=body, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=20) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    try:
+        assert call("/status") == (200, {"grading": 0, "waiting": 0})
+        assert call("/nothing")[0] == 404 and call("/nothing", b"{}")[0] == 404
+        code, said = call("/validate", b"x", {"Content-Length": str(app.MAX_REQUEST_BYTES + 1)})
+        assert code == 413 and "bytes" in said["error"]
+        monkeypatch.setattr(validation, "handle", lambda course, body: 1 / 0)
+        assert call("/validate", b"{}") == (500, {"error": "the grading service failed on this request "
+                                                            "(ZeroDivisionError)"})
+        monkeypatch.setattr(validation, "handle", lambda course, body: (200, {"echo": len(body)}))
+        assert call("/validate", b"{}" * 10) == (200, {"echo": 20})  # the service is still there
+    finally:
+        server.shutdown()
