@@ -166,7 +166,8 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
                  workspace / assignment / f"{assignment}.ipynb")
     _nbgrader(workspace, learner, "submit", assignment)
 
-    log = _serve_once(course, "--attempts", "1")
+    db = f"sqlite:///{course.root / 'gradebook.db'}"
+    log = _serve_once(course, "--attempts", "1", "--gradebook", db)
     assert "feedback released" in log, log
     _nbgrader(workspace, learner, "fetch_feedback", assignment)
     [page] = _fetched_pages(workspace, assignment)
@@ -177,6 +178,10 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
     result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())
     assert result["status"] == "graded" and 0 < sum(t["points"] for t in result["tests"]) < 11
     assert f"{student},{assignment}," in (course.root / "grades.csv").read_text()
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db) as book:  # formgrader shows the counting attempt's score
+        assert book.find_submission(assignment, student).score == pytest.approx(result["score"])
 
     # a second submission within the day: kept, not graded, and the learner is told when the next one is
     _nbgrader(workspace, learner, "submit", assignment)

@@ -201,31 +201,54 @@ class Service:
 
     # -- 5: the gradebook, off the learner's path ------------------------------------------------------------------
     def _keep_books(self) -> None:
+        """Publish counting attempts as they come; those that queued meanwhile go into the gradebook together (one
+        pass of nbgrader's database and tables for a burst, not one per submission)."""
         while True:
-            item = self.bookkeeping.get()
-            if item is None:
-                return
+            batch = [self.bookkeeping.get()]
+            while True:
+                try:
+                    batch.append(self.bookkeeping.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            items = [item for item in batch if item is not None]
             try:
-                self.publish(*item)
-            except Exception as error:  # noqa: BLE001 - the attempt's own folder keeps everything; say so
-                print(f"serve: could not publish {item[1].student_id}/{item[1].assignment_id} into the gradebook "
-                      f"({type(error).__name__}: {error}); its files stay in {item[0]}", file=sys.stderr, flush=True)
+                if items:
+                    self.publish(items)
+            except Exception as error:  # noqa: BLE001 - each attempt's own folder keeps everything; say so
+                print(f"serve: could not publish {len(items)} result(s) into the gradebook "
+                      f"({type(error).__name__}: {error}); their files stay in {self.state / 'attempts'}",
+                      file=sys.stderr, flush=True)
             finally:
-                self.bookkeeping.task_done()
+                for _ in batch:
+                    self.bookkeeping.task_done()
+            if stop:
+                return
 
-    def publish(self, folder: Path, result: NotebookResult) -> None:
-        attempt, book = Gradebook(folder), Gradebook(self.options.out)
-        for where in ("result_path", "autograded_path", "feedback_path"):
-            source = getattr(attempt, where)(result.student_id, result.assignment_id, result.notebook)
-            target = getattr(book, where)(result.student_id, result.assignment_id, result.notebook)
-            if source.is_file():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
+    def publish(self, items: list[tuple[Path, NotebookResult]]) -> None:
+        book = Gradebook(self.options.out)
+        for folder, result in items:
+            attempt = Gradebook(folder)
+            for where in ("result_path", "autograded_path", "feedback_path"):
+                source = getattr(attempt, where)(result.student_id, result.assignment_id, result.notebook)
+                target = getattr(book, where)(result.student_id, result.assignment_id, result.notebook)
+                if source.is_file():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, target)
         if self.options.gradebook:
             from grader.nbgrader_adapter.db import export_grades
             from grader.nbgrader_adapter.manual_grades import refresh
 
-            export_grades(self.options.gradebook, self.course, [result], folder / "submitted")
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as stamps:  # each attempt's timestamp.txt, where export_grades reads it
+                for folder, result in items:
+                    where = Path(stamps) / result.student_id / result.assignment_id
+                    where.mkdir(parents=True, exist_ok=True)
+                    stamp = folder / "submitted" / result.student_id / result.assignment_id / "timestamp.txt"
+                    if stamp.is_file() and not stamp.is_symlink():
+                        shutil.copyfile(stamp, where / "timestamp.txt")
+                export_grades(self.options.gradebook, self.course, [r for _, r in items], Path(stamps))
             refresh(self.options.out, self.options.gradebook)  # rebuilds the tables with the hand grades
         else:
             book.write_tables(book.all_results())
