@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 GRADING := .
 
-.PHONY: demo test docs lab instructor workspace generate figures samples grade clean-grading
+.PHONY: demo test docs lab instructor serve workspace generate figures samples grade clean-grading
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lab: $(STAMP)
 # The instructor's JupyterLab: the course root, opened on formgrader (ARGS as for lab).
 instructor: $(STAMP)
 	$(PY) -m grader instructor $(ARGS)
+
+# The grading service: each submission in the exchange graded as it arrives, its feedback released for
+# Fetch Feedback, Validate's diagnoses on a loopback port (docs/how-to/feedback-at-submit.md; ARGS as for lab).
+serve: $(STAMP)
+	$(PY) -m grader serve $(ARGS)
 
 workspace: $(STAMP)
 	$(PY) -m grader workspace
