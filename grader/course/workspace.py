@@ -79,7 +79,13 @@ def learner_lab(course: Course, workspace: Path | None = None, extra: list[str] 
     """argv, environment and working folder of the learner's JupyterLab."""
     workspace = workspace or workspace_dir(course)
     ensure_exchange(course)
-    argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={workspace}", *_root_flag(), *extra]
+    # Validate's dialog in the course's words (grader/course/labextension.py): a checked copy of nbgrader's
+    # labextension, found before the installed one.
+    from grader.course.labextension import prepare
+
+    extensions = prepare(course.root)
+    argv = [str(Path(sys.executable).parent / "jupyter-lab"), f"--ServerApp.root_dir={workspace}",
+            f"--LabApp.extra_labextensions_path={extensions}", *_root_flag(), *extra]
     # The working folder is the workspace too: nbgrader reads nbgrader_config.py from it and from
     # the learner configuration, never the instructor's one at the course root.
     return argv, _jupyter_env(course.root / LEARNER_CONFIG), workspace

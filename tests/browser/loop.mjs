@@ -185,7 +185,9 @@ async function solveAndValidate() {
   timings.validate = (Date.now() - began) / 1000;
   log(`learner: Validate (${timings.validate.toFixed(1)} s): ${message.split('\n')[0]}`);
   await shot(learner, 'learner-3-validated');
-  check(message.includes('Success! Your notebook passes all the tests.'), `validation failed:\n${message.slice(0, 1500)}`);
+  // The course's Validate (grader/learner): failing tests counted first, never "passes all the tests".
+  check(message.startsWith('None of the ') && !message.includes('passes all the tests'),
+    `validation failed:\n${message.slice(0, 1500)}`);
   await dialog.locator('.jp-Dialog-button').last().click();
   const saved = (await contents('GET', NOTEBOOK)).content.cells[quiz].source;
   check(saved.trim() === FIXTURE.typed.source, `the saved quiz cell is ${JSON.stringify(saved)}`);

@@ -1,0 +1,27 @@
+"""The learner's JupyterLab server extension: an honest Validate, with the grader's named mistakes.
+
+nbgrader's Validate button (the notebook toolbar, the Assignment List) POSTs to ``/assignments/validate``. This
+extension serves that route in place of ``nbgrader.server_extensions.validate_assignment`` (``lab/learner/
+jupyter_server_config.json``): it runs nbgrader's own ``Validator`` on the notebook (its cell-changed and
+type-changed checks included), keeps the executed notebook, and sends each autograded test cell's records and error
+to the course's grading service (``grader.service.validation``), which judges them with the assignment's rubric on
+the visible records only. The answer says how many tests' visible checks fail, each failure in the grader's words,
+and what was not checked. Nothing here judges, loads a rubric or reads ``source/``: the learner's side holds only
+what the released notebook holds.
+
+    handlers.py   the route, nbgrader's path checks, the Validator that keeps the executed notebook
+    report.py     what a test cell recorded and raised; the dialog's summary, online and offline
+    checks.py     the instructor's visible assertion message, quoted from the test cell's source
+    labext.py     the Validate dialog's wording: a checked copy of nbgrader's labextension
+"""
+from __future__ import annotations
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "grader.learner"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    from grader.learner.handlers import register
+
+    register(serverapp)

@@ -1,0 +1,286 @@
+"""The learner's side of Validate (grader/learner/, grader/course/labextension.py), and what its tests share.
+
+Shared with tests/test_validate_browser.py: a learner's notebook built from the released one, a grading service
+on loopback.
+
+``learner_notebook`` starts from the released notebook (nbgrader's checksums intact, as a learner's copy), writes
+the instructor's solutions into its solution cells, then a corpus scenario's cells (tests/corpus/...).
+``Service`` answers ``POST /validate`` with ``grader.service.validation.handle`` on a free loopback port (the
+route ``python -m grader serve`` registers, without its exchange watcher and warm kernels).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import cells
+from grader.course import labextension
+from grader.course.variants import parse, solution_copy
+from grader.layout import Course
+from grader.learner import checks, report
+from grader.submission import visible_checks
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def learner_notebook(course: Course, assignment: str, scenario: str | None = None) -> nbformat.NotebookNode:
+    nb = nbformat.read(course.release_notebook(assignment), as_version=4)
+    solved = {cells.grade_id(c): c.source for c in solution_copy(nbformat.read(course.source_notebook(assignment),
+                                                                                as_version=4)).cells}
+    replace = parse(CORPUS / assignment / f"{scenario}.py").replace if scenario else {}
+    for cell in nb.cells:
+        gid = cells.grade_id(cell)
+        if cells.is_solution(cell) and gid in solved:
+            cell.source = replace.get(gid, solved[gid])
+    return nb
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Service:
+    """``POST /validate`` on 127.0.0.1, answered by ``grader.service.validation.handle``; ``requests`` counts them."""
+
+    def __init__(self, course: Course):
+        from grader.service.validation import handle
+
+        owner = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                owner.requests += 1
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                code, answer = handle(course, body) if self.path == "/validate" else (404, {"error": "no route"})
+                data = json.dumps(answer).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ================================================================ tests
+
+COURSE = Course.default()
+
+
+def test_the_learners_quoting_is_the_graders():
+    """grader.learner.checks mirrors grader.submission.visible_checks (which the learner's side may not import)."""
+    compared = 0
+    for assignment in COURSE.assignments():
+        for cell in nbformat.read(COURSE.source_notebook(assignment), as_version=4).cells:
+            if not cells.is_autograded_test(cell):
+                continue
+            for line in range(1, cell.source.count("\n") + 3):
+                for ename in ("AssertionError", "ValueError"):
+                    error = {"ename": ename, "traceback": [f"\x1b[0;31mCell In[7], line {line}\x1b[0m"]}
+                    ours, theirs = checks.visible_check(cell.source, error), visible_checks.visible_check(
+                        cell.source, error)
+                    assert ours == theirs, (assignment, cells.grade_id(cell), line)
+                    compared += ours is not None
+    assert compared > 20
+
+
+def _tests(**errors) -> list[dict]:
+    nb = learner_notebook(COURSE, "sharded_step")
+    found = report.tested(nb)
+    for test in found:
+        test["ran"] = True
+        test["error"] = errors.get(test["grade_id"].replace("-", "_"))
+    return found
+
+
+NUMPY_DUMP = {"ename": "AssertionError", "traceback": [
+    "\x1b[0;31mAssertionError\x1b[0m: \nNot equal to tolerance rtol=1e-06\n\nMismatched elements: 2 / 2 (100%)\n"
+    " ACTUAL: array([-21., -3.])\n DESIRED: array([-5.25, -0.75])", "Cell In[9], line 5",
+    "File .venv/lib/python3.11/site-packages/numpy/testing/_private/utils.py:1504, in assert_allclose"]}
+
+
+def test_without_the_service_the_dialog_counts_failures_and_quotes_the_instructor():
+    tests = _tests(test_loss_and_gradient=NUMPY_DUMP)
+    said = report.dialog(tests, None, "none answered at http://127.0.0.1:47080/validate", manual=1)
+    summary = said["summary"]
+    assert summary.splitlines()[0] == f"1 of {len(tests)} visible checks fail."
+    assert "grading service" in summary and "graded after you submit" in summary and "passes all" not in summary
+    assert "the quiz's correctness" in summary and "the written answer" in summary
+    (failure,) = said["failed"]
+    assert failure["title"] == "The loss and gradient test (3 points) fails:"
+    assert failure["source"] == "the visible check failed: the gradient at w = 0 should be -2/8 X^T y = [-5.25, -0.75]"
+    assert "ACTUAL" not in json.dumps(said) and "site-packages" not in json.dumps(said) and failure["error"] == ""
+
+
+def test_the_services_verdicts_count_and_an_unrun_test_fails():
+    tests = _tests()
+    tests[-1]["ran"] = False
+    service = {"tests": {"test-update": {"verdict": "fails", "message": "the weights after one step: differs"},
+                         "test-quiz": {"verdict": "after_submit", "message": "the multiple-choice answer: its "
+                                                                             "correctness is graded after you submit"}},
+               "later": "5 more cases are graded after you submit."}
+    said = report.dialog(tests, service, "", manual=1)
+    lines = said["summary"].splitlines()
+    assert lines[0] == f"2 of {len(tests)} visible checks fail." and lines[-1] == service["later"]
+    assert [f["title"] for f in said["failed"]] == ["The update test (2 points) fails:",
+                                                    f"The {report.test_name(tests[-1]['grade_id'])} test "
+                                                    f"({report._points(tests[-1]['points'])}) fails:"]
+    quiz_ran = report.dialog(_tests(), service, "", manual=1)["summary"]
+    assert "The quiz test (1 point): the multiple-choice answer: its correctness is graded after you submit." in quiz_ran
+
+
+@pytest.mark.parametrize("url, allowed", [
+    ("", True), ("http://127.0.0.1:47080/", True), ("http://localhost:9/", True), ("http://[::1]:9/", True),
+    ("https://grading.example.edu/", True), ("http://grading.example.edu/", False), ("file:///etc/passwd", False),
+    ("http://10.0.0.5:47080/", False)])
+def test_the_service_url_is_loopback_or_tls(monkeypatch, url, allowed):
+    monkeypatch.setenv(report.URL_VARIABLE, url)
+    if allowed:
+        assert report.service_url() == (url or report.DEFAULT_URL)
+    else:
+        with pytest.raises(ValueError):
+            report.service_url()
+
+
+def test_an_unreachable_service_is_said_in_one_line(monkeypatch):
+    monkeypatch.setenv(report.URL_VARIABLE, f"http://127.0.0.1:{free_port()}/")
+    service, why = report.ask("sharded_step", _tests())
+    assert service is None and why.startswith("none answered at http://127.0.0.1:")
+
+
+def test_the_learners_side_asks_the_service_and_reads_its_verdicts(monkeypatch):
+    service = Service(COURSE)
+    try:
+        monkeypatch.setenv(report.URL_VARIABLE, service.url)
+        tests = _tests()
+        for test in tests:
+            if test["grade_id"] == "test-quiz":
+                test["records"] = [{"key": "quiz.answer", "value": {"kind": "scalar", "type": "int", "value": 3}}]
+        answer, why = report.ask("sharded_step", tests)
+    finally:
+        service.stop()
+    assert why == "" and answer["tests"]["test-quiz"]["verdict"] == "after_submit"
+    assert answer["tests"]["test-loss-and-gradient"]["verdict"] == "fails"  # nothing was recorded
+    assert "graded after you submit" in answer["later"]
+
+
+# ---------------------------------------------------------------- the dialog's wording (labextension copy)
+
+def test_the_labextension_copy_replaces_each_text_exactly(tmp_path):
+    folder = labextension.prepare(tmp_path)
+    target = folder / labextension.PACKAGE
+    package = json.loads((target / "package.json").read_text())
+    entry = (target / package["jupyterlab"]["_build"]["load"]).read_text()
+    (chunk,) = [p for p in (target / "static").glob("*.js") if "graderSummary" in p.read_text()]
+    text = chunk.read_text()
+    assert "passes all the tests" not in text and "c.innerHTML=e.failed[d].error" not in text
+    assert "c.innerText=e.failed[d].error" in text and "e.failed[d].title" in text
+    assert chunk.name.split(".")[1] in entry  # the remote entry loads the patched chunk by its new name
+    original = labextension.validate_chunk(labextension.installed() / "static")
+    assert not (target / "static" / original.name).exists()
+    assert labextension.prepare(tmp_path) == folder  # again: unchanged
+
+
+@pytest.mark.parametrize("index", range(len(labextension.SUBSTITUTIONS)))
+def test_a_new_nbgrader_without_a_replaced_text_fails_loudly(index):
+    original = labextension.validate_chunk(labextension.installed() / "static").read_text()
+    old = labextension.SUBSTITUTIONS[index][0]
+    with pytest.raises(labextension.LabextensionChanged, match="Validate dialog changed"):
+        labextension.patched(original.replace(old, old.replace("e", "E", 1)))
+    with pytest.raises(labextension.LabextensionChanged):
+        labextension.patched(original.replace(old, old + ";" + old))
+
+
+def test_the_learners_lab_serves_the_course_validate_and_not_nbgraders():
+    config = json.loads((ROOT / "lab" / "learner" / "jupyter_server_config.json").read_text())
+    extensions = config["ServerApp"]["jpserver_extensions"]
+    assert extensions["grader.learner"] is True
+    assert extensions["nbgrader.server_extensions.validate_assignment"] is False
+    assert extensions["nbgrader.server_extensions.formgrader"] is False
+    assert "nbgrader.server_extensions.assignment_list" not in extensions  # still on: Fetch, Submit, its version check
+
+
+def test_the_learners_extension_loads_nothing_that_judges():
+    code = ("import sys, grader.learner.handlers, grader.learner.report; "
+            "print(sorted(m for m in sys.modules if m.startswith('grader.') or m.startswith('_course_rubric')))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                       cwd=ROOT).stdout.replace("'", '"'))
+    assert set(loaded) <= {"grader.cells", "grader.learner", "grader.learner.checks", "grader.learner.handlers",
+                           "grader.learner.report"}, loaded
+
+
+# ---------------------------------------------------------------- the learner's server, over its REST route
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", ["wrong-summed-local-means", "wrong-quiz-summed"])
+def test_validate_in_the_learners_server(tmp_path, scenario):
+    """The learner's JupyterLab (python -m grader lab's settings) validates a notebook with nbgrader's Validator in
+    a kernel and answers with the service's named verdicts; without the service, with the instructor's words."""
+    from test_workflow import Server, copy_course
+
+    from grader.course.workspace import learner_lab
+
+    course = copy_course(tmp_path / "course")
+    workspace = tmp_path / "workspace"
+    (workspace / "sharded_step").mkdir(parents=True)
+    nbformat.write(learner_notebook(course, "sharded_step", scenario), workspace / "sharded_step" / "sharded_step.ipynb")
+    service = Service(course)
+    argv, env, cwd = learner_lab(course, workspace=workspace)
+    answers = {}
+    for name, url in [("service", service.url), ("offline", f"http://127.0.0.1:{free_port()}/")]:
+        lab = Server(argv, dict(env, COURSE_GRADING_URL=url), cwd, tmp_path / f"home-{name}", tmp_path / f"{name}.log")
+        try:
+            request = urllib.request.Request(f"{lab.url}/assignments/validate", method="POST",
+                                             data=json.dumps({"path": "sharded_step/sharded_step.ipynb"}).encode(),
+                                             headers={"Authorization": f"token {lab.token}"})
+            with urllib.request.urlopen(request, timeout=600) as response:
+                answers[name] = json.loads(response.read())
+            outside = urllib.request.Request(f"{lab.url}/assignments/validate?path=../course/source/sharded_step/"
+                                             "sharded_step.ipynb", method="POST", data=b"",
+                                             headers={"Authorization": f"token {lab.token}"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(outside, timeout=60)
+            assert refused.value.code == 403
+        finally:
+            lab.stop()
+    service.stop()
+    assert service.requests == 1
+    for name, answer in answers.items():
+        assert answer["success"] is True, answer
+        summary = answer["value"]["summary"]
+        assert "passes all the tests" not in json.dumps(answer) and "graded after you submit" in summary
+        assert "ACTUAL" not in json.dumps(answer) and "DESIRED" not in json.dumps(answer)
+    online, offline = answers["service"]["value"], answers["offline"]["value"]
+    assert "grading service" in offline["summary"] and "grading service" not in online["summary"]
+    if scenario == "wrong-summed-local-means":
+        (failure,) = online["failed"]
+        assert failure["title"] == "The loss and gradient test (3 points) fails:"
+        assert "4 times the global gradient: the per-device means were summed" in failure["source"]
+        assert "4 times" not in json.dumps(offline) and "should be -2/8 X^T y" in offline["failed"][0]["source"]
+    else:
+        assert "failed" not in online and online["summary"].startswith("None of the 6 visible checks fails.")
+        assert "The quiz test (1 point): the multiple-choice answer: its correctness is graded after you submit" \
+            in online["summary"]
