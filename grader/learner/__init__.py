@@ -12,7 +12,10 @@ what the released notebook holds.
     handlers.py   the route, nbgrader's path checks, the Validator that keeps the executed notebook
     report.py     what a test cell recorded and raised; the dialog's summary, online and offline
     checks.py     the instructor's visible assertion message, quoted from the test cell's source
-    labext.py     the Validate dialog's wording: a checked copy of nbgrader's labextension
+
+The dialog's wording (the count first, the failures by name, text never markup) comes from a checked copy of
+nbgrader's labextension that ``python -m grader lab`` prepares (``grader/course/labextension.py``). The grading
+service's address: ``COURSE_GRADING_URL`` (default ``http://127.0.0.1:47080/``; plain http only to loopback).
 """
 from __future__ import annotations
 
