@@ -1,9 +1,9 @@
 """Validate's dialog in the learner's JupyterLab, in a real browser (Debian's Chromium, tests/browser/validate.mjs).
 
 The learner's JupyterLab runs with ``python -m grader lab``'s settings (grader/course/workspace.py learner_lab:
-the course's Validate route, the labextension copy with the course's wording) on a loopback port, and the grading
-service's ``POST /validate`` answers on another (``grader.service.validation.handle``, as ``python -m grader
-serve`` registers it, without that command's exchange watcher and warm kernels, which this test does not need).
+the course's Validate route, the labextension copy with the course's wording) on a loopback port, and the course's
+grading service (``python -m grader serve``, one warm kernel, an empty exchange) answers ``POST /validate`` on
+another.
 Two notebooks go through the toolbar's Validate button: a correct step with a wrong quiz answer, and a step that
 sums per-device means (4 times the gradient). Screenshots go to test-artifacts/browser/validate-*.png.
 """
@@ -12,15 +12,57 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
 
 import nbformat
 import pytest
 
 from test_browser import ARTIFACTS, JUPYTER, LAB_SETTINGS, _run_browser, _setup_browser
-from test_validate_learner import Service, free_port, learner_notebook
+from test_validate_learner import free_port, learner_notebook
 from test_workflow import Server, copy_course
 
 NOTEBOOK = "sharded_step/sharded_step.ipynb"
+
+
+@contextmanager
+def grading_service(course, folder):
+    """``python -m grader serve`` on a free loopback port; yields its URL once ``GET /status`` answers."""
+    port = free_port()
+    log = folder / "service.log"
+    folder.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--workers", "1", "--port", str(port),
+                                    "--out", str(folder / "out"), "--exchange", str(folder / "exchange")],
+                                   env=dict(os.environ, COURSE_ROOT=str(course.root)), cwd=course.root, stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2):
+                    break
+            except (urllib.error.URLError, OSError):
+                assert process.poll() is None and time.monotonic() < deadline, \
+                    f"python -m grader serve did not answer:\n{log.read_text()[-3000:]}"
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
 
 
 @pytest.mark.slow
@@ -41,15 +83,14 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("validate-*.png"):
         old.unlink()
-    service = Service(course)
     argv, env, cwd = learner_lab(course, workspace=workspace)
     home = tmp_path / "home"
     for name, settings in LAB_SETTINGS.items():
         (home / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (home / "settings" / name).write_text(json.dumps(settings))
     seen = []
-    try:
-        for url, batch in [(service.url, cases[:2]), (f"http://127.0.0.1:{free_port()}/", cases[2:])]:
+    with grading_service(course, tmp_path / "service") as service_url:
+        for url, batch in [(service_url, cases[:2]), (f"http://127.0.0.1:{free_port()}/", cases[2:])]:
             fixture.write_text(json.dumps({"notebook": NOTEBOOK, "cases": batch}))
             lab = Server(argv, dict(env, COURSE_GRADING_URL=url), cwd, home, ARTIFACTS / "validate-lab.log")
             try:
@@ -61,9 +102,6 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
             print(output)
             assert returncode == 0, f"{output}\n--- JupyterLab log ---\n{(ARTIFACTS / 'validate-lab.log').read_text()[-3000:]}"
             seen += json.loads(next(l for l in output.splitlines() if l.startswith("VALIDATE-RESULT "))[16:])
-    finally:
-        service.stop()
-    assert service.requests == 2
     quiz, summed, offline = seen
     for dialog in seen:
         assert "passes all the tests" not in dialog["text"] and "The following cell failed" not in dialog["text"]
