@@ -28,7 +28,6 @@ import re
 import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import nbformat
 
