@@ -24,6 +24,8 @@ from pathlib import Path
 from grader.layout import Course
 from grader.sandbox import Limits
 
+DEFAULT_SERVICE_PORT = 47080  # grader.service.app.DEFAULT_PORT; the learner's Validate asks there (grader.learner)
+
 
 def _parameter(text: str):
     try:
@@ -317,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="which graded attempt counts in the gradebook (default: last, as nbgrader's collect)")
     serve.add_argument("--workers", type=int, default=None,
                        help="warm kernels grading at once (default: the number of cores plus one)")
-    serve.add_argument("--port", type=int, default=47080, help="loopback port of /validate and /status")
+    serve.add_argument("--port", type=int, default=DEFAULT_SERVICE_PORT, help="loopback port of /validate and /status")
     serve.add_argument("--gradebook", metavar="DB_URL", help="also write the counting scores into this nbgrader database")
     serve.add_argument("--no-check-owner", action="store_true",
                        help="grade a submission under the student id its folder names even when another Unix "

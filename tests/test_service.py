@@ -288,3 +288,12 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
         assert call("/validate", b"{}" * 10) == (200, {"echo": 20})  # the service is still there
     finally:
         server.shutdown()
+
+
+def test_the_learners_validate_asks_where_the_service_listens():
+    from grader import cli
+    from grader.learner import report
+    from grader.service import app, validation
+
+    assert report.DEFAULT_PORT == app.DEFAULT_PORT == cli.DEFAULT_SERVICE_PORT
+    assert app.MAX_REQUEST_BYTES == validation.MAX_BODY_BYTES

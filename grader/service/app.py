@@ -41,7 +41,7 @@ from grader.submission.intake import MAX_NOTEBOOK_BYTES
 from grader.submission.pipeline import Job, Settings, notebook_name
 
 DEFAULT_PORT = 47080  # loopback only
-MAX_REQUEST_BYTES = 8 * 1024 * 1024
+MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
 SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
 
 
