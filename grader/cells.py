@@ -77,3 +77,32 @@ class _HiddenBlocks:
 
 
 HIDDEN = _HiddenBlocks()
+
+
+# The grader's own marks on the notebook it runs (``grader.submission.order``): a cell holding the hidden part of a
+# test cell, moved after the learner's last cell, names that test; the rejoined test cell says how many of its
+# outputs its visible part produced. Learner cells never carry them: ``restore`` builds every added cell afresh and
+# takes every other cell's metadata from the course.
+GRADER = "grader"
+
+
+def grader_marks(cell) -> dict:
+    meta = cell.get("metadata", {}).get(GRADER, {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def hidden_part_of(cell) -> str | None:
+    """The grade_id of the test cell whose hidden part this cell holds (run after the learner's last cell)."""
+    value = grader_marks(cell).get("hidden_part_of")
+    return value if cell.get("cell_type") == "code" and isinstance(value, str) else None
+
+
+def test_of(cell) -> str | None:
+    """The test a cell belongs to: its own grade_id for an autograded test cell, the test's for its hidden part."""
+    return grade_id(cell) if is_autograded_test(cell) else hidden_part_of(cell)
+
+
+def visible_outputs(cell) -> int | None:
+    """How many of a rejoined test cell's outputs its visible part produced (the rest came from its hidden part)."""
+    value = grader_marks(cell).get("visible_outputs")
+    return value if type(value) is int and value >= 0 else None

@@ -27,8 +27,9 @@ class TestResult:
     grade_id: str
     points: float
     max_points: float
-    passed: bool
+    passed: bool  # every point of the test: a test judged in parts that passed some scores their points, not passed
     message: str
+    parts: list[dict] = field(default_factory=list)  # the skills judged apart: {"what", "points", "passed"}
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import copy
 import json
 import os
 import signal
@@ -187,9 +188,48 @@ async def stop_kernel(kernel: Kernel) -> None:
 
 
 async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: int = 0) -> Execution:
-    """Run every code cell of ``nb`` (in place) in ``kernel``, or in a new one."""
+    """Run every code cell of ``nb`` (in place) in ``kernel``, or in a new one.
+
+    When the kernel stopped (a limit, a crash) in a learner's cell before the hidden parts of earlier tests ran (they
+    run after the learner's last cell: ``grader.submission.order``), the cells before the one that stopped run again
+    in a fresh kernel, followed by those hidden parts: the tests the notebook had reached are judged as if their
+    hidden parts had run where the course put them, and the stopped cell, which never runs again, keeps its test."""
     run = Execution(notebook=nb)
     started = time.monotonic()
+    await _execute(kernel, nb, conf, run, start_cell, None)
+    plan = replay_plan(nb, run)
+    if plan:
+        again = nbformat.from_dict(copy.deepcopy(dict(nb)))
+        for cell in again.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        replay = Execution(notebook=again)
+        await _execute(None, again, conf, replay, 0, set(plan))
+        for index in plan:
+            nb.cells[index] = again.cells[index]
+        note = f"cells 0-{run.stopped_at_cell - 1} ran again in a fresh kernel, then the hidden tests they had reached"
+        run.events = (run.events + [note] + [f"again: {event}" for event in replay.events])[:max(1, len(nb.cells))]
+        run.hooks_not_reset += [gid for gid in replay.hooks_not_reset if gid not in run.hooks_not_reset]
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def replay_plan(nb, run: Execution) -> list[int]:
+    """The cells to run again after a stop in a cell before the hidden parts: every code cell before the one that
+    stopped, then the hidden parts of the tests among them; none when nothing of theirs is left to run."""
+    at = run.stopped_at_cell
+    if run.stopped is None or at is None or not 0 <= at < len(nb.cells) or cells.hidden_part_of(nb.cells[at]):
+        return []
+    reached = {cells.grade_id(c) for c in nb.cells[:at] if cells.is_autograded_test(c)}
+    tails = [i for i, c in enumerate(nb.cells) if cells.hidden_part_of(c) in reached
+             and c.get("execution_count") is None and not c.get("outputs")]
+    if not tails:
+        return []
+    return [i for i, c in enumerate(nb.cells[:at]) if c.cell_type == "code"] + tails
+
+
+async def _execute(kernel: Kernel | None, nb, conf: Confinement, run: Execution, start_cell: int,
+                   only: set[int] | None) -> None:
     try:
         if kernel is None:
             kernel = await start_kernel(conf, preload=False)
@@ -198,7 +238,7 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
         client.kc = kernel.kc
         deadline = time.monotonic() + conf.limits.notebook_timeout_s
         try:
-            await _cells(nb, client, kernel.km, run, start_cell, deadline, conf.limits)
+            await _cells(nb, client, kernel.km, run, start_cell, deadline, conf.limits, only)
         finally:
             atexit.unregister(client._cleanup_kernel)
     except DeadKernelError:
@@ -215,8 +255,6 @@ async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: in
     if run.stopped == "kernel_died" and (any(marker in log for marker in OOM_MARKERS)
                                          or cgroup.ran_out_of_memory(conf.cgroup)):
         run.stopped, run.message = "out_of_memory", "the kernel ran out of memory and died"
-    run.seconds = time.monotonic() - started
-    return run
 
 
 async def _silently(client, code: str, expressions: dict | None = None) -> dict | None:
@@ -248,15 +286,17 @@ def _identity(content: dict | None) -> tuple[str, str, str, str] | None:
     return hooks.parse_identity(value)
 
 
-async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits) -> None:
+async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits,
+                 only: set[int] | None = None) -> None:
     async with client.async_setup_kernel():
         identity = _identity(await _silently(client, hooks.SNAPSHOT, {"id": hooks.IDENTITY}))
         for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or index < start_cell:
+            if cell.cell_type != "code" or index < start_cell or only is not None and index not in only:
                 continue
-            if cells.is_autograded_test(cell):  # no learner hook runs inside a test cell
-                if not await _reset_hooks(client, identity):
-                    run.hooks_not_reset.append(cells.grade_id(cell))
+            test = cells.test_of(cell)  # a test cell, or a test's hidden part: no learner hook runs inside either
+            if test is not None and not await _reset_hooks(client, identity):
+                if test not in run.hooks_not_reset:
+                    run.hooks_not_reset.append(test)
             budget = min(limits.cell_timeout_s, deadline - time.monotonic())
             task = asyncio.ensure_future(client.async_execute_cell(cell, index))
             outcome = await _watch(task, client, km, budget)

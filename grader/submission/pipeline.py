@@ -1,9 +1,10 @@
 """Grade one submitted notebook: a fixed sequence of small steps, in three phases.
 
     prepare:  locate -> read -> rebuild on the course skeleton -> scan learner code
+              -> move hidden test parts after the learner's last cell (``order.split``)
     execute:  run in a confined kernel (``kernel_run``; locally or on a Dask worker)
-    finish:   judge recorded values -> decide status
-              -> write autograded notebook, feedback and result
+    finish:   put hidden parts back in their test cells (``order.rejoin``) -> judge recorded values
+              -> decide status -> write autograded notebook, feedback and result
 
 Only ``execute`` runs learner code, and it needs nothing but the rebuilt
 notebook, so ``batch`` and ``cluster`` can place it where they like. Anything
@@ -29,10 +30,10 @@ import coursekit
 
 from grader import cells
 
-from grader.submission import intake, restore, scan
+from grader.submission import intake, order, restore, scan
 from grader.submission.feedback import render
 from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
-from grader.submission.judge import Evidence, load_rubric
+from grader.submission.judge import Evidence, Verdict, load_rubric
 from grader.submission.visible_checks import visible_check
 from grader.kernel.run import Execution
 from grader.sandbox.lease import leased_uid, memory_group
@@ -127,7 +128,7 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     result.flags = flags
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
                                         "figures_dir": "figures"})
-    return Prepared(job, result, rebuilt, submission.sha256, started)
+    return Prepared(job, result, order.split(rebuilt), submission.sha256, started)
 
 
 def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,
@@ -138,6 +139,7 @@ def finish(prepared: Prepared, execution: Execution | None, course: Course, sett
     if execution is not None:
         if programs is None:
             programs = program_runs(prepared, execution, course, settings)
+        execution = replace(execution, notebook=order.rejoin(execution.notebook))
         source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
         result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices, programs)
         result.events = execution.events
@@ -245,6 +247,7 @@ def declared_programs(course: Course, assignment: str, num_devices: int) -> list
 
 def recorded_programs(notebook, declared: list[Program]) -> dict[str, str]:
     """The serialized programs the executed test cells recorded, by declared key."""
+    notebook = order.rejoin(notebook)  # a test's records are its cell's and its hidden part's
     executed = {cells.grade_id(c): c for c in notebook.cells if cells.grade_id(c)}
     found: dict[str, dict] = {}
     blobs = {}
@@ -293,27 +296,42 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             reason = execution.message or "the notebook stopped before this test"
             results.append(TestResult(gid, 0.0, points, False, f"not run: {reason}"))
             continue
+        if not order.hidden_part_ran(ran):
+            reason = execution.message or "the notebook stopped before the hidden tests"
+            results.append(TestResult(gid, 0.0, points, False, f"not run: the hidden part of this test did not run "
+                                      f"({reason})"))
+            continue
         if gid in execution.hooks_not_reset:
             results.append(TestResult(gid, 0.0, points, False, "not judged: the grader could not put the kernel's "
                                       "hooks back before this test (the notebook changed the grader's reset)"))
             continue
         try:
-            passed, message = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs)
+            verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
             # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
             # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
-            passed, message = False, "the grader could not read this test's outputs"
-        results.append(TestResult(gid, points if passed else 0.0, points, passed, message))
+            verdict = Verdict(0.0, False, "the grader could not read this test's outputs")
+        results.append(TestResult(gid, verdict.points, points, verdict.passed, verdict.message,
+                                  [{"what": p.what, "points": p.points, "passed": p.failure is None}
+                                   for p in verdict.parts]))
     return results
 
 
 def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
-                programs: dict[str, dict[str, ProgramRun]] | None) -> tuple[bool, str]:
+                programs: dict[str, dict[str, ProgramRun]] | None, points: float) -> Verdict:
     records, broken = records_of_cell(ran)
-    passed, message = rubric.judge(gid, Evidence(records, broken, num_devices=num_devices,
-                                                 programs={**notebook_programs, **(programs or {}).get(gid, {})}))
-    if not passed:
-        error = next((o for o in ran.get("outputs", []) if o.get("output_type") == "error"), None)
+    verdict = rubric.verdict(gid, Evidence(records, broken, num_devices=num_devices,
+                                           programs={**notebook_programs, **(programs or {}).get(gid, {})}), points)
+    outputs = ran.get("outputs", [])
+    visible = cells.visible_outputs(ran)
+    error = next((o for o in outputs if o.get("output_type") == "error"), None)
+    stopped_visibly = error is not None and visible is not None and error in outputs[:visible]
+    if verdict.passed and stopped_visibly:
+        # The visible checks stopped the cell, so its hidden part once never ran and the test could not pass; it
+        # runs now (after the learner's last cell), but a test whose visible checks fail still does not pass.
+        verdict = Verdict(0.0, False, "the test's visible checks stopped with an error", verdict.parts)
+    message = verdict.message
+    if not verdict.passed:
         check = visible_check(str(cell.source), error) if error is not None else None
         if check:  # quoted from the course's source; the kernel's output only points at the line
             message = f"{message}; {check}"
@@ -321,7 +339,7 @@ def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs
             name = error.get("ename")
             name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"
             message = f"{message}; the test cell raised {name}"
-    return passed, message
+    return replace(verdict, message=message)
 
 
 def decide_status(result: NotebookResult, execution: Execution) -> tuple[Status, str]:

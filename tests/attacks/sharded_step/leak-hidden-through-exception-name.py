@@ -1,7 +1,9 @@
 # scenario: the training step, first called by a test cell with hidden tests, raises an exception class named after the hidden seed
 # base: solution
 # expect-status: graded
-# expect-fail: test-loss-and-gradient test-update test-placement
+# expect-fail: test-loss-and-gradient
+# (the hidden part runs after the learner's last cell, so the step raises only there: test-update and test-placement,
+# which judge the visible part's values, no longer fail with it; the class name still never reaches the feedback)
 # %% cell train-step
 import linecache
 import re
