@@ -27,8 +27,12 @@ def test_scenario_grades_as_stated(graded, case):
     assert failed == expected, f"{case.id}: lost {sorted(failed)}, expected {sorted(expected)}: {messages}"
     for text in case.scenario.expect_message:  # the feedback names the mistake
         assert any(text in message for message in messages.values()), f"{case.id}: no message says {text!r}: {messages}"
+    # A test judged in parts scores the points of the parts that passed (header `expect-points: GRADE_ID=POINTS ...`).
+    partial = {gid: float(points) for gid, points in
+               (item.split("=", 1) for item in case.scenario.headers.get("expect-points", "").split())}
     for test in result.tests:
-        assert test.points == (test.max_points if test.passed else 0)
+        expected_points = partial.get(test.grade_id, test.max_points if test.passed else 0)
+        assert test.points == expected_points, f"{case.id}: {test.grade_id} scored {test.points}, expected {expected_points}"
 
 
 def test_no_submission_file_changed_during_grading(graded):

@@ -4,7 +4,11 @@ An assignment's ``source/<assignment>/rubric.py`` builds a ``Rubric`` and
 registers one judge per autograded test cell (by nbgrader ``grade_id``). A
 judge receives the cell's ``Evidence`` and calls its checks; the first failed
 check raises ``Mismatch`` with a message for the learner that never contains
-the reference values. Messages name values in the lesson's words (the rubric's
+the reference values. Where the lesson's rubric separates skills inside one
+test, the judge checks each in ``with e.part("the loss", points=1): ...``: a
+``Mismatch`` there fails that part only, judging goes on with the next part,
+and the test scores the points of the parts that passed (which must add up to
+the cell's points). Messages name values in the lesson's words (the rubric's
 ``names``, or a check's ``what``), never by their record keys, and when a wrong
 value matches a mistake the lesson warns about (``Mistake``: p times the
 gradient, the local instead of the global count, a transposed layout, ...) the
@@ -12,12 +16,13 @@ message says which mistake it is.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import re
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -25,24 +30,8 @@ import numpy as np
 
 from grader.programs import Program, ProgramRun
 from grader.submission.records import Recorded
-
-
-def shown_shape(shape) -> str:
-    """A learner-made shape, as a message may quote it: small shapes in full, any other as "another shape".
-
-    After hidden tests ran, learner code controls what its records look like; a message that quoted any shape
-    (up to 32 dimensions of any size) would carry hundreds of learner-chosen bits per test into the feedback
-    page, enough to spell out hidden-test source. A shape of at most 3 dimensions of at most 64 is what honest
-    mistakes produce, and carries at most 19 bits.
-    """
-    shape = tuple(int(n) for n in shape)
-    return str(shape) if len(shape) <= 3 and all(0 <= n <= 64 for n in shape) else "another shape"
-
-
-def shown_dtype(dtype) -> str:
-    """A learner-made dtype, quoted only when it is one of NumPy's plain numeric or boolean dtypes."""
-    dtype = np.dtype(dtype)
-    return dtype.name if dtype.fields is None and dtype.kind in "biufc" and dtype.name.isalnum() else "another dtype"
+from grader.submission.mistakes import (Mistake, denominator_mistakes, diagnose, scaled, shown_dtype,  # noqa: F401
+                                        shown_shape)  # re-exported: the rubrics import them from here
 
 
 # An HLO sharding as XLA prints a plain one ({replicated}, {devices=[4,1]<=[4]}); anything longer or with other
@@ -54,65 +43,31 @@ class Mismatch(AssertionError):
     """A recorded value is missing or differs from the reference."""
 
 
+@dataclass
+class Part:
+    """One skill a test judges apart (``Evidence.part``): its words, its points, and why it failed (None: passed)."""
+
+    what: str
+    points: float
+    failure: str | None = None
+
+
 @dataclass(frozen=True)
-class Mistake:
-    """A recognizable wrong value (computed by the rubric in NumPy) and what it means, in the lesson's words."""
+class Verdict:
+    """A test's outcome: the points it scores of its cell's, whether it passed whole, the learner's message."""
 
-    value: object
-    says: str
-
-
-def scaled(expected, factors: dict[float, str]) -> list[Mistake]:
-    """``Mistake``s for values off from ``expected`` by known factors ({factor: what that means})."""
-    expected = np.asarray(expected, dtype=np.float64)
-    return [Mistake(factor * expected, says) for factor, says in factors.items() if factor not in (0, 1)]
-
-
-def denominator_mistakes(expected, *, devices: int, count: int | None = None, what: str = "gradient",
-                         mesh: int | None = None, derivative: bool = True) -> list[Mistake]:
-    """The denominator mistakes the lessons warn about, for a mean over ``count`` examples on ``devices`` devices.
-
-    ``mesh``: the size of the (sub-)mesh the value was computed on, when it is
-    not the notebook's own device count; a value scaled by mesh/4 or 4/mesh
-    there assumes the lesson's four devices. ``derivative``: also the slips of
-    differentiating a square by hand (a missing or doubled factor 2, the sign).
-    """
-    p = mesh or devices
-    factors: dict[float, str] = {
-        float(p): f"{p} times the global {what}: the per-device means were summed (local means, not one global mean)",
-        1.0 / p: f"the global {what} divided by the number of devices ({p}): the global mean already has the right "
-                 "denominator",
-    }
-    if mesh and mesh != 4:
-        factors.setdefault(mesh / 4, f"scaled by {mesh}/4 on a mesh of {mesh} device(s): the code assumes four devices")
-        factors.setdefault(4 / mesh, f"scaled by 4/{mesh} on a mesh of {mesh} device(s): the code assumes four devices")
-    if count:
-        factors.setdefault(float(count), f"{count} times the mean: a sum over the examples, not their mean")
-    if derivative:
-        factors.setdefault(-1.0, "the sign is flipped")
-        factors.setdefault(0.5, "half the reference: the factor 2 of the derivative of a square is missing")
-        factors.setdefault(2.0, "twice the reference: the factor 2 is applied twice")
-    return scaled(expected, factors)
-
-
-def diagnose(actual, mistakes, *, rtol: float = 1e-4, atol: float = 1e-6) -> str | None:
-    """What ``actual`` is, when it matches exactly one of the known ``mistakes``.
-
-    When the data make two different mistakes give the same value, nothing is
-    claimed: a wrong diagnosis would mislead more than none.
-    """
-    actual = np.asarray(actual, dtype=np.float64)
-    found = []
-    for mistake in mistakes or []:
-        wrong = np.asarray(mistake.value, dtype=np.float64)
-        if wrong.shape == actual.shape and np.all(np.isfinite(wrong)) and \
-                np.allclose(actual, wrong, rtol=rtol, atol=atol):
-            found.append(mistake.says)
-    return found[0] if len(set(found)) == 1 else None
+    points: float
+    passed: bool
+    message: str
+    parts: tuple[Part, ...] = field(default=())
 
 
 class Evidence:
     """The records of one test cell, with checks that raise ``Mismatch``."""
+
+    #: what a failed part catches; every other exception leaves ``part`` unchanged (a subclass may raise its own,
+    #: for evidence it does not have, and decide what that means)
+    part_failures: tuple[type[BaseException], ...] = (Mismatch,)
 
     def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4,
                  names: dict[str, str] | None = None, programs: dict[str, ProgramRun] | None = None):
@@ -124,6 +79,26 @@ class Evidence:
         self.num_devices = num_devices
         #: record key -> the words a learner knows for it (set by ``Rubric.judge``)
         self.names = dict(names or {})
+        #: the skills judged apart so far (``part``), in order
+        self.parts: list[Part] = []
+        self._in_part = False
+
+    @contextlib.contextmanager
+    def part(self, what: str, *, points: float):
+        """Judge one skill of the test apart: a failure of ``part_failures`` (``Mismatch``) inside fails this part
+        only, with its message, and the judge goes on after the ``with`` block; any other exception propagates
+        unchanged. Parts do not nest."""
+        if self._in_part:
+            raise RuntimeError(f"part {what!r} inside another part (instructor error)")
+        part = Part(what, float(points))
+        self.parts.append(part)
+        self._in_part = True
+        try:
+            yield part
+        except self.part_failures as failure:
+            part.failure = str(failure) or f"{what}: failed"
+        finally:
+            self._in_part = False
 
     def name(self, key: str, what: str | None = None) -> str:
         return what or self.names.get(key) or key
@@ -341,19 +316,50 @@ class Rubric:
 
     def judge(self, grade_id: str, evidence: Evidence) -> tuple[bool, str]:
         """(passed, learner message) for one test cell."""
+        verdict = self.verdict(grade_id, evidence)
+        return verdict.passed, verdict.message
+
+    def verdict(self, grade_id: str, evidence: Evidence, points: float | None = None) -> Verdict:
+        """The points one test cell scores of its ``points`` (1.0 when not given), whether it passed whole, and the
+        learner's message. A judge with parts scores the points of the parts that passed; their points must add up
+        to the cell's (an instructor error otherwise, which scores nothing)."""
+        whole = 1.0 if points is None else float(points)
         if grade_id not in self.judges:
-            return False, f"{grade_id}: the course has no judge for this test (instructor error)"
+            return Verdict(0.0, False, f"{grade_id}: the course has no judge for this test (instructor error)")
         evidence.names = {**self.names, **evidence.names}
         try:
             self.judges[grade_id](evidence)
         except Mismatch as failure:
-            return False, str(failure)
+            return self._scored(grade_id, evidence, whole, str(failure))
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as error:
             # Records are the learner's data: one a check cannot even compare (an index past the end, shapes that
             # do not broadcast) fails the test; it is not the grader failing. Instructor bugs still surface here,
             # named, in the message the instructor reads.
-            return False, f"the recorded values could not be judged ({type(error).__name__})"
-        return True, "passed"
+            return self._scored(grade_id, evidence, whole,
+                                f"the recorded values could not be judged ({type(error).__name__})")
+        return self._scored(grade_id, evidence, whole, None)
+
+    @staticmethod
+    def _scored(grade_id: str, evidence: Evidence, whole: float, failure: str | None) -> Verdict:
+        parts = tuple(evidence.parts)
+        if not parts:
+            return Verdict(0.0, False, failure) if failure is not None else Verdict(whole, True, "passed")
+        total = sum(p.points for p in parts)
+        if not math.isclose(total, whole, rel_tol=1e-9, abs_tol=1e-9) or len({p.what for p in parts}) != len(parts):
+            return Verdict(0.0, False, f"{grade_id}: the rubric's parts ({', '.join(p.what for p in parts)}) are worth "
+                                       f"{total:g} points, the test cell {whole:g}, or two parts share a name "
+                                       "(instructor error)", parts)
+        failed = [p for p in parts if p.failure is not None]
+        if failure is not None:  # a check outside every part failed: nothing of the test can be credited
+            return Verdict(0.0, False, failure, parts)
+        if not failed:
+            return Verdict(whole, True, "passed", parts)
+        scored = round(sum(p.points for p in parts if p.failure is None), 6)
+        kept = [p for p in parts if p.failure is None]
+        said = "; ".join(p.failure for p in failed)
+        if kept:
+            said += "; " + ", ".join(f"{p.what} passed ({p.points:g} of {whole:g} points)" for p in kept)
+        return Verdict(scored, False, said, parts)
 
 
 def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, arguments: list[str]) -> None:

@@ -5,7 +5,8 @@ expected values come from the analytic gradient 2/N X^T (Xw - y), never from
 JAX. Each test judges one skill: where a value also depends on an earlier
 skill (the update depends on the gradient, placement and the ten steps on the
 step), it is compared with the learner's own earlier values, so one mistake
-costs one test. Sub-meshes (``coursekit.meshes``) run the step on meshes of
+costs one test; the loss and the gradient, two skills, are judged apart inside
+their test (``Evidence.part``). Sub-meshes (``coursekit.meshes``) run the step on meshes of
 other sizes than the notebook's.
 """
 import numpy as np
@@ -69,18 +70,21 @@ def _(p: int):
     return [Program("program.step_0.37", p, step_inputs(2 * p, 2))]
 
 
-def _program_loss_and_gradient(e: Evidence, key: str, mesh: int | None = None):
-    """The step program itself, on the grader's own batch: its loss (output 2) and gradient (output 3)."""
+def _program_output(e: Evidence, key: str, which: str, mesh: int | None = None):
+    """The step program itself, on the grader's own batch: its loss (output 2) or its gradient (output 3)."""
     where = f" on a mesh of {mesh} device(s)" if mesh else ""
     run = e.program(key, what=f"your training step{where}")
     w, x, y = (a.astype(np.float64) for a in run.inputs)
     p = mesh or e.num_devices
-    e.program_close(key, 1, loss(x, y, w), what=f"the loss of your training step{where}, on a batch the grader drew",
-                    mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=len(y), what="loss", mesh=mesh,
-                                                  derivative=False))
-    e.program_close(key, 2, gradient(x, y, w), what=f"the gradient of your training step{where}, on a batch the "
-                                                    "grader drew",
-                    mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=len(y), mesh=mesh))
+    if which == "loss":
+        e.program_close(key, 1, loss(x, y, w), what=f"the loss of your training step{where}, on a batch the grader "
+                                                    "drew",
+                        mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=len(y), what="loss", mesh=mesh,
+                                                      derivative=False))
+    else:
+        e.program_close(key, 2, gradient(x, y, w), what=f"the gradient of your training step{where}, on a batch the "
+                                                        "grader drew",
+                        mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=len(y), mesh=mesh))
 
 
 def gradient(x, y, w):
@@ -97,27 +101,32 @@ def lesson():
     return x, y, np.zeros(2)
 
 
-def _loss_and_gradient(e: Evidence, prefix: str, x, y, w, *, rtol: float, atol: float, mesh: int | None = None):
+def _close(e: Evidence, prefix: str, which: str, x, y, w, *, rtol: float, atol: float):
+    """The recorded loss or gradient of one batch against the host reference, with the lesson's named mistakes."""
     p, n = e.num_devices, len(y)
-    where = f" on a mesh of {mesh} device(s)" if mesh else ""
-    e.close(f"{prefix}loss", loss(x, y, w), rtol=rtol, what=e.names.get(f"{prefix}loss", f"the loss{where}"),
-            mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=n, what="loss", mesh=mesh, derivative=False))
-    e.close(f"{prefix}gradient", gradient(x, y, w), rtol=rtol, atol=atol,
-            what=e.names.get(f"{prefix}gradient", f"the gradient{where}"),
-            mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=n, mesh=mesh))
+    if which == "loss":
+        e.close(f"{prefix}loss", loss(x, y, w), rtol=rtol, what=e.names.get(f"{prefix}loss", "the loss"),
+                mistakes=denominator_mistakes(loss(x, y, w), devices=p, count=n, what="loss", derivative=False))
+    else:
+        e.close(f"{prefix}gradient", gradient(x, y, w), rtol=rtol, atol=atol,
+                what=e.names.get(f"{prefix}gradient", "the gradient"),
+                mistakes=denominator_mistakes(gradient(x, y, w), devices=p, count=n))
 
 
 @rubric.test("test-loss-and-gradient")
 def _(e: Evidence):
+    """Two skills, judged apart (the cell's 3 points): the loss (1) and the gradient (2). Each is checked on the
+    lesson batch, on an unseen batch, and in the step's program itself, which make_train_step must build for
+    whatever mesh the notebook's names refer to (values computed in the kernel are not enough)."""
     x, y, w = lesson()
-    _loss_and_gradient(e, "lesson.", x, y, w, rtol=1e-6, atol=1e-6)
     hx, hy, hw = data.random_regression(seed=90201, rows=4 * e.num_devices, cols=3)
-    _loss_and_gradient(e, "hidden.", hx, hy, hw, rtol=1e-4, atol=1e-5)
-    # The values above were computed in the learner's kernel; the program itself must compute them too, and
-    # make_train_step must build it for whatever mesh the notebook's names refer to.
-    _program_loss_and_gradient(e, "program.step")
-    for size in sub_mesh_sizes(e.num_devices):
-        _program_loss_and_gradient(e, f"program.mesh{size}.step", mesh=size)
+    for which, points in [("loss", 1), ("gradient", 2)]:
+        with e.part(f"the {which}", points=points):
+            _close(e, "lesson.", which, x, y, w, rtol=1e-6, atol=1e-6)
+            _close(e, "hidden.", which, hx, hy, hw, rtol=1e-4, atol=1e-5)
+            _program_output(e, "program.step", which)
+            for size in sub_mesh_sizes(e.num_devices):
+                _program_output(e, f"program.mesh{size}.step", which, mesh=size)
 
 
 def is_a_gradient(own, x, y, w) -> bool:

@@ -1,6 +1,8 @@
 # scenario: writes the gradient by hand as X^T (Xw - y) / N, without the factor 2 of the square's derivative
 # base: solution
 # expect-fail: test-loss-and-gradient
+# expect-points: test-loss-and-gradient=1
+# (the loss is right: 1 of the test's 3 points; the gradient (2) is lost: the loss and the gradient are judged apart)
 # expect-message: the factor 2 of the derivative of a square is missing
 # %% cell train-step
 def loss(weights, features, labels):

@@ -1,6 +1,8 @@
 # scenario: returns the loss at the new weights (after the update) instead of the loss the gradient was taken at
 # base: solution
 # expect-fail: test-loss-and-gradient
+# expect-points: test-loss-and-gradient=2
+# (the gradient is right: 2 of the test's 3 points; the loss (1) is lost: the loss and the gradient are judged apart)
 # expect-message: the initial loss
 # %% cell train-step
 def loss(weights, features, labels):

@@ -1,6 +1,8 @@
 # scenario: sums per-device mean gradients: the gradient is four times too large
 # base: solution
 # expect-fail: test-loss-and-gradient
+# expect-points: test-loss-and-gradient=1
+# (the loss, a global mean, is right: 1 of the test's 3 points; the gradient (2) is lost: the loss and the gradient are judged apart)
 # expect-message: the per-device means were summed
 # %% cell train-step
 def loss(weights, features, labels):
