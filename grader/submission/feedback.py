@@ -4,19 +4,23 @@ Test cells show only their public part; their outputs are replaced by the
 judge's message, so neither hidden code nor reference values (which a
 traceback could quote) reach the page.
 
-Hidden tests stay hidden. Their source reaches the learner's kernel only when
-the first cell holding hidden tests runs; from then on learner code can read
-it in many ways (IPython's ``In``, ``_ih``, ``Out`` and history, the frame of
-the test cell that called a learner function, ``linecache``) and print it,
-encoded as it likes, from any later cell. So the page shows no output of any
-cell at or after the first hidden cell (a note says it was withheld): that
-rule needs no guess about how the text was read or disguised, which redaction
-alone would. Outputs before it cannot hold hidden source, since the kernel
-had never received any; those that carry a display id are dropped all the
-same, since a later cell could update them. As defence in depth every text
-shown is also redacted of verbatim hidden lines, and an exception name in a
-judge's message (a learner class can be given any name) is shown only when it
-is a builtin one.
+Hidden tests stay hidden. Once hidden source reaches the learner's kernel,
+learner code can read it in many ways (IPython's ``In``, ``_ih``, ``Out`` and
+history, the frame of the test cell that called a learner function,
+``linecache``) and print it, encoded as it likes. So every hidden part runs
+after the learner's last cell (``grader.submission.order``), and the page shows
+every output of every learner cell and of each test's visible part (the kernel
+had received no hidden source when they were produced) and none of the hidden
+parts' outputs, nor anything a learner thread or hook printed while they ran
+(those outputs are the hidden parts'). That rule needs no guess about how the
+text was read or disguised, which redaction alone would. A notebook graded
+before hidden parts ran last (its autograded copy has no such mark) keeps the
+old rule: no output of any cell at or after the first hidden cell (a note says
+it was withheld). Outputs that carry a display id are dropped all the same,
+since a later cell could update them. As defence in depth every text shown is
+also redacted of verbatim hidden lines, and an exception name in a judge's
+message (a learner class can be given any name) is shown only when it is a
+builtin one.
 
 No script runs: every learner-derived string is escaped or cleaned by
 ``sanitize``, images are data: png/jpeg only, and the page carries a
@@ -30,7 +34,7 @@ import re
 
 from grader import cells
 
-from grader.submission import sanitize
+from grader.submission import order, sanitize
 from grader.results import NotebookResult
 from grader.cells import HIDDEN
 
@@ -44,9 +48,11 @@ _RAISED = re.compile(r"; the test cell raised (.*)$", re.S)
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
-.pass{color:#1a7f37}.fail{color:#b42318}pre{background:#f6f8fa;padding:.6rem;overflow:auto}
+.pass{color:#1a7f37}.fail{color:#b42318}.partial{color:#9a6700}
+pre{background:#f6f8fa;padding:.6rem;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:hidden}
+td,.result,p,li{overflow-wrap:anywhere}img{max-width:100%;height:auto}
 .cell{margin:1rem 0}.result{border-left:4px solid #999;padding:.3rem .8rem;background:#fafafa}
-.withheld{color:#666;font-style:italic}
+.withheld{color:#666;font-style:italic}.status{font-size:1.05rem}
 """
 
 
@@ -105,31 +111,67 @@ def _manual_html(manual, text: _Text) -> str:
     return f"<h2>Graded by hand</h2><table><tr><th>answer</th><th>points</th><th>comment</th></tr>{rows}</table>"
 
 
+def _css(test) -> str:
+    return "pass" if test.passed else "partial" if test.points > 0 else "fail"
+
+
+def _pending(result: NotebookResult, executed, manual) -> tuple[float, str]:
+    """(points still to be graded by hand, which answers): all of them until formgrader holds a score for each."""
+    graded = {g.grade_id: g for g in manual or [] if g.score is not None}
+    points = max(0.0, result.manual_max_score - sum(g.max_score for g in graded.values()))
+    answers = [cells.grade_id(c) for c in (executed.cells if executed is not None else []) if cells.is_manual_answer(c)]
+    waiting = [a for a in answers if a not in graded]
+    if len(waiting) == 1:
+        return points, "the written answer"
+    return points, f"the {len(waiting)} written answers" if waiting else "the written answers"
+
+
+def _header(result: NotebookResult, executed, manual, text: _Text) -> list[str]:
+    """Status and points; "graded" only when nothing is still to be graded by hand."""
+    pending, answers = _pending(result, executed, manual) if result.manual_max_score else (0.0, "")
+    by_hand = sum(g.score for g in manual or [] if g.score is not None)
+    status = result.status.value
+    if result.status.value == "graded" and pending:
+        status = "autograded, hand grading pending"
+    score = f"Autograded: <b>{result.score:g} / {result.max_score:g}</b> points"
+    if pending:
+        score += (f"; <b>{pending:g} point{'s' if pending != 1 else ''} ({text(answers)}) still to be graded by "
+                  "hand</b>")
+        if by_hand:
+            score += f"; graded by hand so far: <b>{by_hand:g}</b>"
+    elif result.manual_max_score:
+        score += (f"; graded by hand: <b>{by_hand:g} / {result.manual_max_score:g}</b>; total: "
+                  f"<b>{result.score + by_hand:g} / {result.max_score + result.manual_max_score:g}</b>")
+    return [f"<p class='status'>Status: <b>{text(status)}</b>. {text(result.message)}</p>", f"<p>{score}.</p>"]
+
+
+def _shown_outputs(cell, index: int, first_hidden: int, hidden_last: bool, text: _Text) -> str:
+    """A cell's outputs as the learner may see them (see the module's docstring)."""
+    outputs = cell.get("outputs", [])
+    if cells.is_autograded_test(cell):
+        visible = cells.visible_outputs(cell) if hidden_last else None
+        return "".join(_output_html(o, text) for o in outputs[:visible]) if visible else ""
+    if not hidden_last and index >= first_hidden:
+        return f"<p class='withheld'>{WITHHELD}</p>" if outputs else ""
+    return "".join(_output_html(o, text) for o in outputs)
+
+
 def render(result: NotebookResult, executed, manual=None) -> str:
     """The learner's page; ``manual``: the hand-graded answers read back from nbgrader's gradebook, if any."""
     text = _Text(executed)
-    graded_by_hand = bool(manual) and all(g.score is not None for g in manual)
-    hand_points = sum(g.score for g in manual) if graded_by_hand else 0.0
     by_test = {t.grade_id: t for t in result.tests}
     parts = [
         f"<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
         "<meta charset='utf-8'>",
         f"<title>Feedback: {text(result.assignment_id)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{text(result.assignment_id)} · {text(result.student_id)}</h1>",
-        f"<p>Status: <b>{text(result.status.value)}</b>. {text(result.message)}</p>",
-        f"<p>Autograded score: <b>{result.score:g} / {result.max_score:g}</b>"
-        + (f"; graded by hand: <b>{hand_points:g} / {result.manual_max_score:g}</b>; total: "
-           f"<b>{result.score + hand_points:g} / {result.max_score + result.manual_max_score:g}</b>."
-           if graded_by_hand else
-           f"; {result.manual_max_score:g} more points are graded by hand." if result.manual_max_score else "")
-        + "</p>",
+        *_header(result, executed, manual, text),
         "<table><tr><th>test</th><th>points</th><th>result</th></tr>",
     ]
     for test in result.tests:
-        css = "pass" if test.passed else "fail"
         parts.append(
             f"<tr><td>{text(test.grade_id)}</td><td>{test.points:g} / {test.max_points:g}</td>"
-            f"<td class='{css}'>{text.judge(test.message)}</td></tr>"
+            f"<td class='{_css(test)}'>{text.judge(test.message)}</td></tr>"
         )
     parts.append("</table>")
     if manual:
@@ -138,6 +180,7 @@ def render(result: NotebookResult, executed, manual=None) -> str:
         parts.append("<h2>Restored cells</h2><ul>" + "".join(f"<li>{text(t)}</li>" for t in result.tampering) + "</ul>")
     parts.append("<h2>Your notebook</h2>")
     notebook = executed.cells if executed is not None else []
+    hidden_last = order.hidden_ran_last(executed)
     first_hidden = next((i for i, c in enumerate(notebook) if c.cell_type == "code" and HIDDEN.search(str(c.source))),
                         len(notebook))
     budget = sanitize.MarkdownBudget()
@@ -151,19 +194,15 @@ def render(result: NotebookResult, executed, manual=None) -> str:
             continue
         if cell.cell_type != "code" or "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             continue
-        public = HIDDEN.sub("# (hidden tests run here when grading)\n", str(cell.source))
-        if gid in by_test:
+        public = HIDDEN.sub("# (hidden tests: run after your last cell when grading)\n", str(cell.source))
+        outputs = _shown_outputs(cell, index, first_hidden, hidden_last, text)
+        if gid in by_test and cells.is_autograded_test(cell):
             test = by_test[gid]
-            css = "pass" if test.passed else "fail"
             parts.append(
-                f"<div class='cell'><pre>{text(public)}</pre><div class='result {css}'>"
+                f"<div class='cell'><pre>{text(public)}</pre>{outputs}<div class='result {_css(test)}'>"
                 f"{text(gid)}: {test.points:g} / {test.max_points:g} · {text.judge(test.message)}</div></div>"
             )
             continue
-        if index >= first_hidden:
-            outputs = f"<p class='withheld'>{WITHHELD}</p>" if cell.get("outputs") else ""
-        else:
-            outputs = "".join(_output_html(o, text) for o in cell.get("outputs", []))
         parts.append(f"<div class='cell'><pre>{text(public)}</pre>{outputs}</div>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -45,6 +45,8 @@ import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
+from grader import cells
+
 RECORD = "application/vnd.jax-course.record+json"
 KEEP_TEXT = {"text/plain", "text/latex"}
 IMAGES = {"image/png", "image/jpeg"}
@@ -392,6 +394,13 @@ def sanitize_notebook(nb):
         elif cell.cell_type == "raw":
             cell.source = clean_html(cell.source)
         elif cell.cell_type == "code":
-            cleaned = (clean_output(o, budget) for o in cell.get("outputs", []))
-            cell.outputs = [nbformat.from_dict(o) for o in cleaned if o is not None]
+            visible, kept, shown = cells.visible_outputs(cell), [], 0
+            for index, output in enumerate(cell.get("outputs", [])):
+                cleaned = clean_output(output, budget)
+                if cleaned is not None:
+                    kept.append(nbformat.from_dict(cleaned))
+                    shown += visible is not None and index < visible
+            cell.outputs = kept
+            if visible is not None:  # the count of a test's visible outputs follows what was kept
+                cell.metadata[cells.GRADER]["visible_outputs"] = shown
     return nb
