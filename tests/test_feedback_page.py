@@ -81,6 +81,8 @@ def test_rejoin_gives_each_test_its_whole_source_and_both_parts_outputs():
         if cells.is_autograded_test(mine) and HIDDEN.search(str(mine.source)):
             assert [o.text for o in mine.outputs] == ["visible", f"from the hidden part of {cells.grade_id(mine)}"]
             assert cells.visible_outputs(mine) == 1 and order.hidden_part_ran(mine)
+        elif cells.is_autograded_test(mine):  # the quiz: no hidden part, every output shown
+            assert [o.text for o in mine.outputs] == ["visible"] and cells.visible_outputs(mine) == 1
     assert order.rejoin(source) is source  # a notebook that was not split (the instructor's) is left alone
 
 

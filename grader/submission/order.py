@@ -73,7 +73,11 @@ def rejoin(nb) -> nbformat.NotebookNode:
         if cells.hidden_part_of(cell):
             continue
         gid = cells.grade_id(cell) if cells.is_autograded_test(cell) else None
-        if gid not in tails:
+        if gid is None or gid not in tails:  # a test without a hidden part: every output is its visible part's
+            if gid is not None:
+                cell = nbformat.NotebookNode(dict(cell))
+                cell.metadata = nbformat.from_dict({**copy.deepcopy(dict(cell.get("metadata", {}))),
+                                                    GRADER: {"visible_outputs": len(cell.get("outputs", []))}})
             joined.append(cell)
             continue
         tail, visible = tails[gid], str(cell.source)
