@@ -4,8 +4,8 @@ A lesson's last code cell calls ``keep_evidence``. The receipt (``evidence/<assi
 the learner's cells as saved in the notebook file (the TODO cells, the written answers, the cells they added),
 the key numbers the lesson computed (looked up by name in the kernel, so a name that was never computed is
 noted, not an error) and the ``prediction`` string the learner wrote. Nothing here decides a grade, and the
-grader ignores the receipt: when its kernel runs the cell, the folder may be read-only or hold no notebook,
-and the cell then says so in one line instead of failing. It prints where it wrote, never the values.
+grader ignores the receipt: when its kernel runs the cell there is no saved notebook (and the folder may be
+read-only), so nothing is written and the cell says why in one line instead of failing. It prints where it wrote, never the values.
 """
 from __future__ import annotations
 
@@ -102,11 +102,14 @@ def keep_evidence(assignment: str, outputs: dict[str, str], namespace: dict | No
                      "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(saved, dict):
+            raise ValueError("not a notebook")
     except (OSError, ValueError) as error:
-        saved = None
-        print(f"Could not read your saved notebook {path} ({_reason(error)}): the receipt has no code. Save the "
-              f"notebook (Ctrl+S) and run this cell again from the notebook's own folder.")
-    cells = your_cells(saved) if isinstance(saved, dict) else []
+        print(f"Could not read your saved notebook {path} ({_reason(error)}): no receipt written. Save the notebook "
+              f"(Ctrl+S) and run this cell again. (When the grader runs this cell there is no saved notebook: that "
+              f"is expected and changes no grade.)")
+        return None
+    cells = your_cells(saved)
     if any(_SOLUTION_MARK in cell["source"] for cell in cells):
         print(f"{path.name} is the instructor's notebook (it holds the solutions): receipts are kept for the "
               f"learner's copy only; nothing written.")
@@ -134,8 +137,8 @@ def keep_evidence(assignment: str, outputs: dict[str, str], namespace: dict | No
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(receipt, indent=1) + "\n", encoding="utf-8")
     except OSError as error:
-        print(f"Could not write the receipt to {target} ({_reason(error)}); nothing was kept. (Under the grader "
-              f"this folder is read-only: that is expected and changes no grade.)")
+        print(f"Could not write the receipt to {target} ({_reason(error)}); nothing was kept. Open the notebook "
+              f"from a folder you may write to and run this cell again.")
         return None
     words = "your prediction" if receipt["prediction"] else "no prediction yet (set `prediction` above)"
     note = f"; not computed yet: {', '.join(missing)}" if missing else ""
