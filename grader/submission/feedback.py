@@ -50,7 +50,8 @@ body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
 .pass{color:#1a7f37}.fail{color:#b42318}.partial{color:#9a6700}
 pre{background:#f6f8fa;padding:.6rem;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:hidden}
-td,.result,p,li{overflow-wrap:anywhere}img{max-width:100%;height:auto}
+td:first-child,td:nth-child(2){white-space:nowrap}td:last-child,.result,p,li{overflow-wrap:anywhere}
+img{max-width:100%;height:auto}
 .cell{margin:1rem 0}.result{border-left:4px solid #999;padding:.3rem .8rem;background:#fafafa}
 .withheld{color:#666;font-style:italic}.status{font-size:1.05rem}
 """
