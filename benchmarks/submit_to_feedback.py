@@ -73,6 +73,20 @@ def wait_for(path: Path, timeout: float = 900) -> float:
     return time.monotonic()
 
 
+def wait_for_all(paths: list[Path], timeout: float = 900) -> list[float]:
+    """The moment each path first exists (all watched together, so no page is timed by another's wait)."""
+    seen: dict[int, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < len(paths):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(paths) - len(seen)} feedback pages missing after {timeout:.0f} s")
+        for index, path in enumerate(paths):
+            if index not in seen and path.exists():
+                seen[index] = time.monotonic()
+        time.sleep(0.05)
+    return [seen[i] for i in range(len(paths))]
+
+
 def learner_env(home: Path, exchange: Path, student: str) -> dict[str, str]:
     config = home / "config"
     config.mkdir(parents=True, exist_ok=True)
@@ -144,8 +158,8 @@ def main() -> int:
         landed = [(f"burst{n}", *pool[n % len(pool)]) for n in range(args.burst)]
         secrets_at = [(student, assignment, *land(exchange, student, assignment, notebook))
                       for student, assignment, notebook in landed]
-        burst = [wait_for(exchange / COURSE / "feedback" / feedback_name(secret, assignment)) - at
-                 for _, assignment, secret, at in secrets_at]
+        pages = [exchange / COURSE / "feedback" / feedback_name(secret, assignment) for _, assignment, secret, _ in secrets_at]
+        burst = [seen - at for seen, (*_, at) in zip(wait_for_all(pages), secrets_at)]
         status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
     finally:
         service.terminate()
@@ -162,7 +176,7 @@ def main() -> int:
     print("\nSubmit -> feedback on this machine")
     if round_trips:
         print(line("single: nbgrader submit -> fetch_feedback returned", round_trips))
-        print(line("single: the service alone (landed -> released)", service_only))
+        print(line("single: nbgrader submit returned -> page released", service_only))
     if burst:
         print(line(f"burst of {args.burst}: landed together -> each released", burst))
         print(f"{'':<52} the last page {max(burst):.1f} s after the burst: "
