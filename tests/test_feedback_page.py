@@ -237,13 +237,13 @@ def test_a_notebook_graded_before_hidden_parts_ran_last_keeps_the_old_rule():
 def test_the_header_says_what_is_still_to_be_graded_by_hand():
     nb = _graded_notebook()
     page = feedback.render(_result(), nb)
-    assert "Autograded: <b>15 / 17</b> points; <b>4 points (the written answer) still to be graded by hand</b>" in page
+    assert "Autograded score: <b>15 / 17</b>; <b>4 points (the written answer) still to be graded by hand</b>" in page
     assert "Status: <b>autograded, hand grading pending</b>" in page and "Status: <b>graded</b>" not in page
     pending = [ManualGrade("pause-and-reason", None, 4.0, "")]
     assert "still to be graded by hand" in feedback.render(_result(), nb, manual=pending)
     done = feedback.render(_result(), nb, manual=[ManualGrade("pause-and-reason", 3.0, 4.0, "good")])
     assert "Status: <b>graded</b>" in done and "still to be graded" not in done
-    assert "graded by hand: <b>3 / 4</b>; total: <b>18 / 21</b>" in done
+    assert "Autograded score: <b>15 / 17</b>; graded by hand: <b>3 / 4</b>; total: <b>18 / 21</b>." in done
     nothing_by_hand = _result()
     nothing_by_hand.manual_max_score = 0.0
     assert "Status: <b>graded</b>" in feedback.render(nothing_by_hand, nb)

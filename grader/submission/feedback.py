@@ -134,7 +134,7 @@ def _header(result: NotebookResult, executed, manual, text: _Text) -> list[str]:
     status = result.status.value
     if result.status.value == "graded" and pending:
         status = "autograded, hand grading pending"
-    score = f"Autograded: <b>{result.score:g} / {result.max_score:g}</b> points"
+    score = f"Autograded score: <b>{result.score:g} / {result.max_score:g}</b>"
     if pending:
         score += (f"; <b>{pending:g} point{'s' if pending != 1 else ''} ({text(answers)}) still to be graded by "
                   "hand</b>")
