@@ -1,0 +1,302 @@
+"""Attacks on the grading service (``python -m grader serve``) by a learner on the shared server.
+
+Each test performs one attack and fails while the hole it names exists. The service is built with a pool that
+records tasks instead of grading them (no kernel starts), so the tests are cheap; the one that needs a separate
+process for the service (descriptor exhaustion) is marked slow.
+"""
+from __future__ import annotations
+
+import contextlib
+import getpass
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import types
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from grader.layout import Course
+from grader.service import app, attempts, exchange
+from grader.service.attempts import Policy
+from grader.submission.pipeline import Settings
+from test_service import _submission
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class RecordingPool:
+    """Stands in for the warm kernels: a submission handed to the pool is recorded, not graded."""
+
+    def __init__(self, course, settings, workers):
+        self.tasks = []
+
+    def submit(self, task):
+        self.tasks.append(task)
+
+    def waiting(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def _service(tmp_path: Path, monkeypatch, **options) -> app.Service:
+    monkeypatch.setattr(app, "Pool", RecordingPool)
+    opts = app.Options(exchange=tmp_path / "exchange", course_id="course", out=tmp_path / "out",
+                       policy=options.pop("policy", Policy()), port=None, **options)
+    return app.Service(Course.default(), opts, Settings(out=tmp_path / "out"))
+
+
+def _inbound(tmp_path: Path) -> Path:
+    return tmp_path / "exchange" / "course" / "inbound"
+
+
+def _quiet_scan(service: app.Service) -> int:
+    with contextlib.redirect_stderr(io.StringIO()):
+        return service.scan()
+
+
+# --- the inbound folder is checked once and then read by its path ------------------------------------------------
+
+def test_a_folder_swapped_for_a_link_after_it_was_checked_is_not_read_through_the_link(tmp_path, monkeypatch):
+    """``arrivals`` lstats the folder (a real folder, the learner's own), then ``secret`` and ``copy_notebook`` open
+    ``folder/submission_secret.txt`` and ``folder/sharded_step.ipynb`` by path, where only the last component is
+    opened with O_NOFOLLOW. A learner who swaps their folder for a symlink between those reads (inotify on their own
+    submission_secret.txt tells them when the service read it; a blind renameat2(RENAME_EXCHANGE) loop wins about
+    one graded attempt in three, and the lost tries are refused at no cost) makes the service, as root, copy any
+    ``sharded_step.ipynb`` on the machine (another learner's home, the instructor's source with the solutions),
+    grade it under the learner's name and release its feedback to them."""
+    service = _service(tmp_path, monkeypatch)
+    private = tmp_path / "home" / "victim" / "sharded_step"
+    private.mkdir(parents=True)
+    (private / "sharded_step.ipynb").write_text('{"victim": "private work"}')
+    os.chmod(private / "sharded_step.ipynb", 0o600)
+    mine = _submission(_inbound(tmp_path), getpass.getuser())
+    read_secret = exchange.secret
+
+    def secret_then_swap(arrival):
+        found = read_secret(arrival)
+        if arrival.folder == mine and not mine.is_symlink():  # the attacker's move, right after the secret was read
+            os.rename(mine, tmp_path / "parked")
+            os.symlink(private, mine)
+        return found
+
+    monkeypatch.setattr(exchange, "secret", secret_then_swap)
+    _quiet_scan(service)
+    copied = [task.job.folder / "sharded_step.ipynb" for task in service.pool.tasks]
+    stolen = [path for path in copied if path.is_file() and "private work" in path.read_text()]
+    assert not stolen, f"the service copied another account's notebook through a swapped link: {stolen}"
+
+
+# --- /validate: a judging slot is taken before the body is read ------------------------------------------------
+
+def test_two_slow_validate_clients_do_not_lock_every_learner_out(monkeypatch):
+    """The handler acquires one of the two judging slots and only then reads ``Content-Length`` bytes of body,
+    each read waiting up to the 10 s socket timeout. Two connections that announce a large body and send one byte
+    every few seconds hold both slots indefinitely; every other learner's Validate waits 5 s and gets 503."""
+    from http.server import ThreadingHTTPServer
+
+    from grader.service import validation
+
+    monkeypatch.setattr(validation, "handle", lambda course, body: (200, {"ok": True}))
+    fake = types.SimpleNamespace(course=Course.default(), status=lambda: {})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(fake))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    slow = []
+    stop = threading.Event()
+    try:
+        for _ in range(app.VALIDATE_AT_ONCE):
+            client = socket.create_connection(("127.0.0.1", port))
+            client.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{"
+                           % (app.MAX_REQUEST_BYTES // 2))
+            slow.append(client)
+
+        def trickle():
+            while not stop.wait(3):
+                for client in slow:
+                    with contextlib.suppress(OSError):
+                        client.sendall(b" ")
+
+        threading.Thread(target=trickle, daemon=True).start()
+        time.sleep(0.5)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/validate", data=b"{}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                code = response.status
+        except urllib.error.HTTPError as error:
+            code = error.code
+        assert code == 200, f"an honest Validate got {code} while two slow clients held the judging slots"
+    finally:
+        stop.set()
+        for client in slow:
+            client.close()
+        server.shutdown()
+
+
+# --- idle connections exhaust the service's descriptors --------------------------------------------------------
+
+_SERVICE_CHILD = textwrap.dedent("""
+    import resource, sys, threading, time
+    from pathlib import Path
+    resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))
+    sys.path.insert(0, {tests!r})
+    from http.server import ThreadingHTTPServer
+    from grader.layout import Course
+    from grader.service import app
+    from grader.service.attempts import Policy
+    from grader.submission.pipeline import Settings
+    from test_service_attacks import RecordingPool
+    app.Pool = RecordingPool
+    tmp = Path({tmp!r})
+    options = app.Options(exchange=tmp / "exchange", course_id="course", out=tmp / "out", policy=Policy(), port=None)
+    service = app.Service(Course.default(), options, Settings(out=tmp / "out"))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(service))
+    server.handle_error = lambda *args: None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    while not service.pool.tasks:
+        service.scan()
+        time.sleep(0.25)
+    print("GRADED", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_idle_connections_do_not_exhaust_the_services_descriptors_and_stop_grading(tmp_path):
+    """``ThreadingHTTPServer`` accepts every connection (a thread and a descriptor each, no cap), and the 10 s
+    timeout is per read, so a client that sends one header byte every few seconds stays forever. A learner who holds
+    as many connections as the service's descriptor limit (1024 by default; 256 here, to keep the test small) leaves
+    it none: ``os.scandir`` of the inbound folder fails, ``arrivals`` returns nothing (the OSError is swallowed, no
+    log), and no learner's submission is graded until the attacker lets go."""
+    limit = 256
+    child = _SERVICE_CHILD.format(limit=limit, tests=str(ROOT / "tests"), tmp=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}")
+    service = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    held: list[socket.socket] = []
+
+    def keep_alive():
+        for client in list(held):
+            try:
+                client.sendall(b"X")
+            except OSError:
+                held.remove(client)
+                client.close()
+
+    try:
+        port = int(service.stdout.readline())
+        started = last = time.monotonic()
+        while len(held) < limit + 20 and time.monotonic() - started < 60:
+            with contextlib.suppress(OSError):
+                client = socket.create_connection(("127.0.0.1", port), timeout=2)
+                client.sendall(b"GET /status HTTP/1.1\r\nX-Pad: ")
+                held.append(client)
+            time.sleep(0.01)
+            if time.monotonic() - last > 2:
+                keep_alive()
+                last = time.monotonic()
+        _submission(_inbound(tmp_path), getpass.getuser())
+        waited = time.monotonic()
+        while time.monotonic() - waited < 15 and service.poll() is None:
+            keep_alive()
+            time.sleep(2)
+        graded = service.poll() is not None
+        assert graded, (f"{len(held)} idle loopback connections left the service no descriptor: an honest submission "
+                        "was not graded within 15 s")
+    finally:
+        for client in held:
+            client.close()
+        service.kill()
+        service.wait(timeout=30)
+
+
+# --- the ledger: another learner's name, and a write per junk folder ---------------------------------------------
+
+def test_a_folder_another_account_owns_is_not_written_into_the_named_learners_ledger(tmp_path, monkeypatch):
+    """A folder named ``victim+sharded_step+...`` that the attacker's account owns is refused (right), but the
+    refusal is recorded in the victim's own ledger file: anyone can grow another learner's ledger without bound,
+    and the victim's next graded page says "attempt 1001 of sharded_step" after 1000 such folders."""
+    service = _service(tmp_path, monkeypatch)
+    victim = "victim"  # no Unix account of that name owns the folders below
+    for _ in range(3):
+        _submission(_inbound(tmp_path), victim)
+    _quiet_scan(service)
+    assert service.ledger.attempts(victim, "sharded_step") == [], (
+        "refusals of folders the victim does not own were recorded in the victim's ledger")
+
+
+def test_junk_folders_cost_linear_ledger_writes(tmp_path, monkeypatch):
+    """Each refused folder rewrites its (student, assignment) ledger file in full, in the scan loop that grades
+    everyone: N junk folders under one name write O(N^2) bytes (measured: 400 folders, 63 MB, 2.2 s; 10,000 folders
+    would take the loop tens of minutes, during which no submission is decided)."""
+    service = _service(tmp_path, monkeypatch)
+    written = [0]
+    atomic_write = attempts.atomic_write
+
+    def counted(path, text):
+        written[0] += len(text)
+        atomic_write(path, text)
+
+    monkeypatch.setattr(attempts, "atomic_write", counted)
+    inbound = _inbound(tmp_path)
+    folders = 300
+    for n in range(folders):
+        (inbound / f"{getpass.getuser()}+no_such_assignment+t+{n:06d}").mkdir()
+    _quiet_scan(service)
+    assert written[0] < folders * 2000, (f"{folders} junk folders made the service write {written[0]:,} bytes of "
+                                         "ledger: every refusal rewrites the whole file")
+
+
+# --- a folder that never finishes arriving ----------------------------------------------------------------------
+
+def test_a_folder_dated_in_the_future_without_a_secret_is_decided_after_the_grace_period(tmp_path, monkeypatch):
+    """A folder without ``submission_secret.txt`` is taken for one still being copied while its mtime is under
+    ``SUBMIT_GRACE_S`` old; ``age`` clamps a future mtime to 0, so ``touch -d 2036-01-01`` keeps the folder
+    "arriving" forever: it is re-read on every scan (each such folder costs every scan an lstat and an open, for
+    ever), and ``serve --once`` never returns."""
+    monkeypatch.setattr(app, "SUBMIT_GRACE_S", 1.0)
+    service = _service(tmp_path, monkeypatch)
+    folder = _submission(_inbound(tmp_path), getpass.getuser())
+    (folder / "submission_secret.txt").unlink()
+    future = time.time() + 10 * 365 * 86400
+    os.utime(folder, (future, future))
+    _quiet_scan(service)
+    time.sleep(2.0)
+    _quiet_scan(service)
+    assert folder.name in service.known, "the folder is still taken for one being written, past the grace period"
+    assert not service.still_arriving(), "serve --once would wait for this folder forever"
+
+
+# --- the exchange's own folders are trusted without a check -----------------------------------------------------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the attack is on a service running as root")
+def test_a_feedback_link_in_a_course_folder_a_learner_owns_is_not_followed(tmp_path, monkeypatch):
+    """The exchange root is world-writable (1777, as nbgrader asks), so a learner can create ``{exchange}/{course}``
+    before the instructor does (or own it after a clean-up). The service never checks who owns the course folder or
+    whether ``feedback`` is a link: ``ensure_feedback_dir`` runs ``chmod 0755`` through the link and ``release``
+    writes pages into its target, as root, anywhere on the machine."""
+    private = tmp_path / "root-only"
+    private.mkdir()
+    os.chmod(private, 0o700)
+    course = tmp_path / "exchange" / "course"
+    (course / "inbound").mkdir(parents=True)
+    os.chmod(course / "inbound", 0o733)
+    os.chown(course, 65534, 65534)  # the learner's folder (nobody's, here)
+    (course / "feedback").symlink_to(private)
+    try:
+        service = _service(tmp_path, monkeypatch)
+        _submission(course / "inbound", "nobody")  # refused: root owns it; its page is released
+        _quiet_scan(service)
+    except Exception:  # noqa: BLE001 - refusing to run on such an exchange is a fix too
+        pass
+    assert oct(private.stat().st_mode & 0o777) == "0o700", "the service chmodded a folder through a link"
+    assert not list(private.iterdir()), "the service wrote a page through a link, outside the exchange"
