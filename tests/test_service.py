@@ -54,10 +54,14 @@ def test_the_attempt_that_counts_is_the_last_or_the_best():
 
 def test_the_ledger_survives_a_restart(tmp_path):
     ledger = Ledger(tmp_path)
-    ledger.write("ada", "sharded_step", [Attempt("ada+sharded_step+t+1", 5.0, True, "graded", 3.0, 11.0)])
+    ledger.add("ada", "sharded_step", Attempt("ada+sharded_step+t+1", 5.0, True, "graded", 3.0, 11.0))
+    ledger.add("ada", "sharded_step", Attempt("ada+sharded_step+t+2", 6.0, False, "over_limit"))
+    path = next(tmp_path.rglob("*.jsonl"))
+    with path.open("a") as out:
+        out.write('{"name": "cut short by a cra')  # the service died mid-line
     again = Ledger(tmp_path)
-    assert again.seen() == {"ada+sharded_step+t+1"}
-    assert again.attempts("ada", "sharded_step")[0].score == 3.0
+    assert again.seen() == {"ada+sharded_step+t+1", "ada+sharded_step+t+2"}
+    assert [a.score for a in again.attempts("ada", "sharded_step")] == [3.0, None]
 
 
 # --- the exchange, read as hostile input -----------------------------------------------------------------------
@@ -104,31 +108,40 @@ def test_every_unusable_inbound_folder_is_named_with_its_reason(tmp_path):
     assert not exchange.arrivals(tmp_path / "exchange", "course", set(found), ["sharded_step"])
 
 
-def test_only_the_assignments_notebook_is_copied_and_never_through_a_link_or_a_fifo(tmp_path):
+def test_only_the_assignments_notebook_is_copied_and_never_through_a_link_a_fifo_or_a_hard_link(tmp_path):
     inbound = _inbound(tmp_path)
     folder = _submission(inbound, getpass.getuser())
     (folder / "extra.py").write_text("import os")
     arrival = exchange.arrivals(tmp_path / "exchange", "course", set(), ["sharded_step"])[0]
-    dest = tmp_path / "copy"
-    assert exchange.copy_notebook(arrival, "sharded_step.ipynb", dest, limit=100)
-    assert sorted(p.name for p in dest.iterdir()) == ["sharded_step.ipynb", "timestamp.txt"]
-    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "small", limit=1)  # over the limit
+
+    def copied(dest: str, limit: int = 100) -> bool:
+        with exchange.open_folder(arrival) as (opened, problem):
+            assert problem is None
+            return exchange.copy_notebook(opened, "sharded_step.ipynb", "t", tmp_path / dest, limit)
+
+    assert copied("copy")
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["sharded_step.ipynb", "timestamp.txt"]
+    assert not copied("small", limit=1)  # over the limit
     (folder / "sharded_step.ipynb").unlink()
     os.mkfifo(folder / "sharded_step.ipynb")  # a reader that opened it would block forever
-    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "fifo", limit=100)
+    assert not copied("fifo")
     (folder / "sharded_step.ipynb").unlink()
     (tmp_path / "secret.ipynb").write_text("the instructor's file")
     (folder / "sharded_step.ipynb").symlink_to(tmp_path / "secret.ipynb")
-    assert not exchange.copy_notebook(arrival, "sharded_step.ipynb", tmp_path / "link", limit=100)
-    assert not (tmp_path / "link" / "sharded_step.ipynb").exists()
+    assert not copied("link") and not (tmp_path / "link" / "sharded_step.ipynb").exists()
+    (folder / "sharded_step.ipynb").unlink()
+    os.link(tmp_path / "secret.ipynb", folder / "sharded_step.ipynb")  # a second name for someone's file
+    assert not copied("hard") and not (tmp_path / "hard" / "sharded_step.ipynb").exists()
     (folder / "submission_secret.txt").write_text("not hex; " * 5)
-    assert exchange.secret(arrival) is None
+    with exchange.open_folder(arrival) as (opened, _):
+        assert exchange.secret(opened) is None
 
 
 def test_feedback_goes_where_nbgraders_fetch_feedback_looks(tmp_path):
     from nbgrader.utils import notebook_hash
 
     secret = secrets.token_hex(64)
+    exchange.prepare(tmp_path, "course")
     path = exchange.release(tmp_path, "course", secret, "sharded_step", "<p>page</p>")
     assert path.name == notebook_hash(secret=secret, notebook_id="sharded_step") + ".html"
     assert oct(path.stat().st_mode & 0o777) == "0o644" and path.read_text() == "<p>page</p>"
@@ -190,8 +203,9 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
     _nbgrader(workspace, learner, "fetch_feedback", assignment)
     pages = _fetched_pages(workspace, assignment)
     assert len(pages) == 2 and "Received, not graded now" in pages[0] and "You have used 1 of 1" in pages[0]
-    ledger = json.loads((course.root / "service" / "ledger" / student / f"{assignment}.json").read_text())
-    assert [a["status"] for a in ledger] == ["graded", "over_limit"] and ledger[0]["counts"]
+    ledger = Ledger(course.root / "service" / "ledger").attempts(student, assignment)
+    assert [a.status for a in ledger] == ["graded", "over_limit"]
+    assert counting(Policy(), ledger) is ledger[0]
     # the gradebook still holds the graded attempt
     assert json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text()) == result
 
@@ -258,13 +272,11 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
     import types
     import urllib.error
     import urllib.request
-    from http.server import ThreadingHTTPServer
-
     from grader.layout import Course
     from grader.service import app, validation
 
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {"grading": 0, "waiting": 0})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(fake))
+    server = app.Server(("127.0.0.1", 0), app._handler(fake))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
 

@@ -109,7 +109,7 @@ def test_two_slow_validate_clients_do_not_lock_every_learner_out(monkeypatch):
 
     monkeypatch.setattr(validation, "handle", lambda course, body: (200, {"ok": True}))
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(fake))
+    server = app.Server(("127.0.0.1", 0), app._handler(fake))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     slow = []
@@ -160,8 +160,7 @@ _SERVICE_CHILD = textwrap.dedent("""
     tmp = Path({tmp!r})
     options = app.Options(exchange=tmp / "exchange", course_id="course", out=tmp / "out", policy=Policy(), port=None)
     service = app.Service(Course.default(), options, Settings(out=tmp / "out"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), app._handler(service))
-    server.handle_error = lambda *args: None
+    server = app.Server(("127.0.0.1", 0), app._handler(service))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(server.server_address[1], flush=True)
     while not service.pool.tasks:
@@ -240,13 +239,13 @@ def test_junk_folders_cost_linear_ledger_writes(tmp_path, monkeypatch):
     would take the loop tens of minutes, during which no submission is decided)."""
     service = _service(tmp_path, monkeypatch)
     written = [0]
-    atomic_write = attempts.atomic_write
+    append = attempts._append
 
-    def counted(path, text):
-        written[0] += len(text)
-        atomic_write(path, text)
+    def counted(path, row):
+        written[0] += len(json.dumps(row))
+        append(path, row)
 
-    monkeypatch.setattr(attempts, "atomic_write", counted)
+    monkeypatch.setattr(attempts, "_append", counted)
     inbound = _inbound(tmp_path)
     folders = 300
     for n in range(folders):

@@ -19,11 +19,14 @@ loopback port.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import json
 import queue
+import resource
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -34,7 +37,7 @@ from pathlib import Path
 from grader.layout import Course
 from grader.results import NotebookResult, Status
 from grader.service import exchange
-from grader.service.attempts import Attempt, Ledger, Policy, counting, decide
+from grader.service.attempts import Attempt, Ledger, Policy, Refusals, counting, decide
 from grader.service.pool import Pool, Task
 from grader.submission.gradebook import Gradebook, path_part
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
@@ -43,6 +46,7 @@ from grader.submission.pipeline import Job, Settings, notebook_name
 DEFAULT_PORT = 47080  # loopback only
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
 SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
+MAX_PER_SCAN = 100  # folders decided per scan (four scans a second)
 
 
 @dataclass
@@ -83,70 +87,118 @@ class Service:
         self.course, self.options = course, options
         self.state = options.out / "service"
         self.ledger = Ledger(self.state / "ledger")
-        self.known = self.ledger.seen()
+        self.refusals = Refusals(self.state / "refused")
+        self.known = self.ledger.seen() | self.refusals.seen()
+        self.first_seen: dict[str, float] = {}  # folders waiting for their secret: when this service first saw them
+        self.decided: dict[str, int] = {}  # decisions per owning account in this run (fair turns within a scan)
         self.pending: dict[tuple[str, str], list[float]] = {}  # graded attempts decided but not finished
         self.lock = threading.Lock()
         self.bookkeeping: queue.Queue = queue.Queue()
         self.counts = {"graded": 0, "not_graded": 0, "refused": 0}
         self.settings = settings
-        inbound = exchange.course_dir(options.exchange, options.course_id) / "inbound"
-        if not inbound.is_dir():
-            inbound.mkdir(parents=True)
-            inbound.chmod(0o733)  # as nbgrader's release_assignment makes it: learners write, nobody lists
-        exchange.ensure_feedback_dir(options.exchange, options.course_id)
+        self._listing_failed = False
+        exchange.prepare(options.exchange, options.course_id)  # raises UnsafeExchange on a folder not its own
         self.pool = Pool(course, settings, options.workers)
         threading.Thread(target=self._keep_books, daemon=True, name="gradebook").start()
 
     # -- 1, 2: what arrived, and whether it is graded now ------------------------------------------------------
+    def _arrivals(self) -> list[exchange.Arrival]:
+        try:
+            found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known,
+                                      self.course.assignments(), check_owner=self.options.check_owner)
+        except OSError as error:
+            if not self._listing_failed:  # said once, not four times a second
+                print(f"serve: WARNING: the inbound folder cannot be listed ({error}); nothing is graded until it "
+                      "can be", file=sys.stderr, flush=True)
+            self._listing_failed = True
+            return []
+        if self._listing_failed:
+            print("serve: the inbound folder can be listed again", file=sys.stderr, flush=True)
+        self._listing_failed = False
+        return found
+
     def scan(self) -> int:
-        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments(),
-                                  check_owner=self.options.check_owner)
+        """Decide up to ``MAX_PER_SCAN`` new folders, the accounts with the fewest decisions so far first (a learner
+        who makes thousands of folders does not hold back everyone else's submissions)."""
+        found = sorted(self._arrivals(), key=lambda a: (self.decided.get(a.owner, 0), a.name))
         taken = 0
         for arrival in found:
-            secret = exchange.secret(arrival)
-            if secret is None and not arrival.problem and exchange.age(arrival) < SUBMIT_GRACE_S:
-                continue  # nbgrader's submit writes the secret last: it may still be copying
-            self.known.add(arrival.name)
-            self.take(arrival, secret, time.time())
-            taken += 1
+            if taken >= MAX_PER_SCAN:
+                break
+            if self.take(arrival, time.time()):
+                self.known.add(arrival.name)
+                self.first_seen.pop(arrival.name, None)
+                self.decided[arrival.owner] = self.decided.get(arrival.owner, 0) + 1
+                taken += 1
         return taken
 
-    def take(self, arrival: exchange.Arrival, secret: str | None, now: float) -> None:
+    def take(self, arrival: exchange.Arrival, now: float) -> bool:
+        """Decide one folder; False when it may still be arriving (no secret yet, within the grace period)."""
         notebook = Path(notebook_name(arrival.assignment_id)).stem
-        if secret is None or arrival.problem:
-            reason = arrival.problem or "the submission has no readable submission_secret.txt (submit again)"
-            self._note(arrival, Attempt(arrival.name, now, False, "refused", message=reason), secret, notebook,
-                       page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
-            self.counts["refused"] += 1
-            return
-        key = (arrival.student_id, arrival.assignment_id)
-        with self.lock:
-            earlier = self.ledger.attempts(*key) + [Attempt("", t, True) for t in self.pending.get(key, [])]
-            decision = decide(self.options.policy, earlier, now)
-            if decision.grade:
-                self.pending.setdefault(key, []).append(now)
-        if not decision.grade:
-            limit = self.options.policy
-            said = (f"You have used {decision.used} of {limit.graded_per_window} graded attempts in the last "
-                    f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
-                    f"{_when(decision.next_at)}.")
-            self._note(arrival, Attempt(arrival.name, now, False, "over_limit", message=said), secret, notebook,
-                       page("Received, not graded now", [
-                           f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",
-                           f"The course's rule: {limit.describe()}. A submission over the limit does not count "
-                           "and shows no test results; this keeps Submit from becoming a way to probe the hidden "
-                           "tests. Keep working with Validate, which runs the visible checks as often as you like."]))
-            self.counts["not_graded"] += 1
-            return
-        number = len(self.ledger.attempts(*key)) + len(self.pending[key])
-        folder = (self.state / "attempts" / path_part(arrival.student_id) / path_part(arrival.assignment_id)
-                  / f"{number:03d}-{path_part(arrival.name)[:40]}")
-        submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
-        shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
-        exchange.copy_notebook(arrival, notebook_name(arrival.assignment_id), submitted, MAX_NOTEBOOK_BYTES)
+        if arrival.problem:
+            self._refuse(arrival, now, arrival.problem, None)
+            return True
+        with exchange.open_folder(arrival, check_owner=self.options.check_owner) as (opened, problem):
+            secret = exchange.secret(opened) if opened else None
+            if opened and not problem and secret is None:
+                first = self.first_seen.setdefault(arrival.name, time.monotonic())
+                if time.monotonic() - first < SUBMIT_GRACE_S:
+                    return False  # nbgrader's submit writes the secret last: it may still be copying
+                problem = "the submission has no readable submission_secret.txt (submit again)"
+            if problem:
+                self._refuse(arrival, now, problem, secret)
+                return True
+            key = (arrival.student_id, arrival.assignment_id)
+            with self.lock:
+                earlier = self.ledger.attempts(*key) + [Attempt("", t, True) for t in self.pending.get(key, [])]
+                decision = decide(self.options.policy, earlier, now)
+                if decision.grade:
+                    self.pending.setdefault(key, []).append(now)
+            if not decision.grade:
+                self._over_limit(arrival, now, decision, secret, notebook)
+                return True
+            number = len(self.ledger.attempts(*key)) + len(self.pending[key])
+            folder = (self.state / "attempts" / path_part(arrival.student_id) / path_part(arrival.assignment_id)
+                      / f"{number:03d}-{path_part(arrival.name)[:40]}")
+            submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
+            shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
+            exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), arrival.timestamp, submitted,
+                                   MAX_NOTEBOOK_BYTES)
         job = Job(arrival.student_id, arrival.assignment_id, submitted)
         settings = dataclasses.replace(self.settings, out=folder)
         self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result)))
+        return True
+
+    def _refuse(self, arrival: exchange.Arrival, now: float, reason: str, secret: str | None) -> None:
+        """Not anyone's submission: recorded under the account that owns the folder, never in a learner's ledger."""
+        self.counts["refused"] += 1
+        if not self.refusals.add(arrival.owner, {"name": arrival.name, "arrived": now, "reason": reason}):
+            if self.refusals.first_time_full(arrival.owner):
+                print(f"serve: {arrival.owner}: over {self.refusals.KEPT_PER_ACCOUNT} refused folders; further ones "
+                      "are neither recorded nor answered", file=sys.stderr, flush=True)
+            return
+        print(f"serve: {arrival.name!r}: refused: {reason}", file=sys.stderr, flush=True)
+        if secret is not None:
+            notebook = Path(notebook_name(arrival.assignment_id)).stem if arrival.assignment_id else "notebook"
+            exchange.release(self.options.exchange, self.options.course_id, secret, notebook,
+                             page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
+
+    def _over_limit(self, arrival, now: float, decision, secret: str, notebook: str) -> None:
+        limit = self.options.policy
+        said = (f"You have used {decision.used} of {limit.graded_per_window} graded attempts in the last "
+                f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
+                f"{_when(decision.next_at)}.")
+        with self.lock:
+            self.ledger.add(arrival.student_id, arrival.assignment_id,
+                            Attempt(arrival.name, now, False, "over_limit", message=said))
+        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, page(
+            "Received, not graded now", [
+                f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",
+                f"The course's rule: {limit.describe()}. A submission over the limit does not count and shows no "
+                "test results; this keeps Submit from becoming a way to probe the hidden tests. Keep working with "
+                "Validate, which runs the visible checks as often as you like."]))
+        self.counts["not_graded"] += 1
+        print(f"serve: {arrival.name!r}: over_limit: {said}", file=sys.stderr, flush=True)
 
     # -- 4: the learner's page ------------------------------------------------------------------------------------
     def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
@@ -158,14 +210,12 @@ class Service:
                           result.reported_score if result else None, result.max_score if result else None)
         with self.lock:
             self.pending[key].remove(arrived)
-            attempts = self.ledger.attempts(*key) + [attempt]
+            attempts = self.ledger.add(*key, attempt)
             counted = counting(self.options.policy, attempts)
-            for a in attempts:
-                a.counts = a is counted
-            self.ledger.write(*key, attempts)
         policy = self.options.policy
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
-        lines = [f"Graded by the course's grading service at {_when(time.time())}: attempt {len(attempts)} of "
+        number = sum(1 for a in attempts if a.status != "over_limit")
+        lines = [f"Graded by the course's grading service at {_when(time.time())}: attempt {number} of "
                  f"{arrival.assignment_id} ({arrival.timestamp})."]
         if graded:
             lines.append(f"Graded attempts used in the last {policy.window_hours:g} hours: {used}"
@@ -190,14 +240,6 @@ class Service:
               f"{attempt.status} {'-' if attempt.score is None else f'{attempt.score:g}'}/"
               f"{'-' if attempt.max_score is None else f'{attempt.max_score:g}'}, feedback released "
               f"{time.time() - arrived:.1f} s after it arrived", file=sys.stderr, flush=True)
-
-    def _note(self, arrival, attempt: Attempt, secret: str | None, notebook: str, text: str) -> None:
-        with self.lock:
-            attempts = self.ledger.attempts(arrival.student_id, arrival.assignment_id) + [attempt]
-            self.ledger.write(arrival.student_id, arrival.assignment_id, attempts)
-        if secret is not None:
-            exchange.release(self.options.exchange, self.options.course_id, secret, notebook, text)
-        print(f"serve: {arrival.name!r}: {attempt.status}: {attempt.message}", file=sys.stderr, flush=True)
 
     # -- 5: the gradebook, off the learner's path ------------------------------------------------------------------
     def _keep_books(self) -> None:
@@ -255,9 +297,7 @@ class Service:
 
     def still_arriving(self) -> bool:
         """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""
-        found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known, self.course.assignments(),
-                                  check_owner=self.options.check_owner)
-        return bool(found)
+        return bool(self._arrivals())
 
     def idle(self) -> bool:
         with self.lock:
@@ -276,13 +316,67 @@ class Service:
 
 
 VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
+CONNECTIONS_AT_ONCE = 32  # open connections; more are closed at once (descriptors stay for grading)
+REQUEST_DEADLINE_S = 10.0  # a whole request (headers and body) must arrive within this
+
+
+class Server(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` with a cap on open connections and a deadline on each: a client that trickles bytes
+    is cut off when its deadline passes, and beyond ``CONNECTIONS_AT_ONCE`` a connection is closed as it is
+    accepted, so idle clients can neither take every descriptor of the service nor a thread each for ever."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(CONNECTIONS_AT_ONCE)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        cut = threading.Timer(REQUEST_DEADLINE_S, _cut, args=(request,))
+        cut.daemon = True
+        cut.start()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            cut.cancel()
+            self.slots.release()
+
+    def handle_error(self, request, client_address):  # a client that went away or was cut off: not news
+        pass
+
+
+def _cut(connection) -> None:
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
+
+
+def _read_body(rfile, length: int) -> bytes | None:
+    """``length`` bytes of body, or None when the connection closed (or was cut at the deadline) first."""
+    chunks, left = [], length
+    while left > 0:
+        chunk = rfile.read1(min(left, 1 << 16)) if hasattr(rfile, "read1") else rfile.read(min(left, 1 << 16))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _handler(service: Service):
     judging = threading.BoundedSemaphore(VALIDATE_AT_ONCE)
 
     class Handler(BaseHTTPRequestHandler):
-        timeout = 10  # seconds a connection may stall (a client that sends nothing holds no thread for long)
+        timeout = REQUEST_DEADLINE_S  # a single read; the whole request has the same deadline (Server)
         def _answer(self, code: int, data: dict) -> None:
             body = json.dumps(data).encode()
             self.send_response(code)
@@ -305,10 +399,12 @@ def _handler(service: Service):
                 return self._answer(411, {"error": "a Content-Length is needed"})
             if not 0 <= length <= MAX_REQUEST_BYTES:
                 return self._answer(413, {"error": f"the request is over {MAX_REQUEST_BYTES} bytes"})
+            body = _read_body(self.rfile, length)  # the whole body first: a slow client holds no judging slot
+            if body is None:
+                return None
             if not judging.acquire(timeout=5):
                 return self._answer(503, {"error": "the grading service is busy; Validate again in a moment"})
             try:
-                body = self.rfile.read(length)
                 from grader.service.validation import handle
 
                 code, answer = handle(service.course, body)
@@ -328,10 +424,17 @@ def _handler(service: Service):
 
 def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
     """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
-    service = Service(course, options, settings)
+    try:
+        service = Service(course, options, settings)
+    except exchange.UnsafeExchange as error:
+        print(f"serve: {error}", file=sys.stderr, flush=True)
+        return 2
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # descriptors for connections and kernels alike; the connection cap keeps clients to a few
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     server = None
     if options.port is not None and not once:
-        server = ThreadingHTTPServer(("127.0.0.1", options.port), _handler(service))
+        server = Server(("127.0.0.1", options.port), _handler(service))
         threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
     print(f"serve: watching {exchange.course_dir(options.exchange, options.course_id) / 'inbound'}; "
           f"{options.policy.describe()}; {options.workers} warm kernel(s)"

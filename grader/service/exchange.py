@@ -3,18 +3,29 @@
 nbgrader's ``submit`` writes ``{exchange}/{course}/inbound/{student}+{assignment}+{timestamp}+{random}/`` holding the
 notebooks, ``timestamp.txt`` and ``submission_secret.txt``; its ``fetch_feedback`` looks for
 ``{exchange}/{course}/feedback/{md5(secret + notebook id)}.html``. On a shared server the inbound folders are
-written by learners (nbgrader makes them world-writable), so everything here is read as hostile input: names are
-checked against the course's id rule, only regular files are read (never through a link, never blocking), each
-with a size bound, and nothing else of the folder is copied.
+written by learners (nbgrader makes them world-writable), so everything here is read as hostile input:
+
+* a folder is opened once (``O_DIRECTORY | O_NOFOLLOW``), its type and owner read from that descriptor, and every
+  file in it opened relative to the descriptor, never through a link, never blocking: a learner who swaps their
+  folder for a link after it was looked at does not make the service (root) read through it;
+* the notebook must be a regular file with one link, owned by the folder's owner, at most a size bound;
+  ``timestamp.txt`` and the secret are small regular files; nothing else of the folder is copied;
+* names are checked against the course's id rule, and a folder counts for the student it names only when that
+  student's Unix account owns it (nbgrader's ``check_owner``).
+
+The exchange's own folders (``{course}``, ``inbound``, ``feedback``) must be real folders the service's account
+owns, and pages are written relative to the feedback folder's descriptor, so a learner who created the course
+folder first (the exchange root is world-writable) cannot point ``feedback`` anywhere.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pwd
 import re
+import secrets
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +35,11 @@ from grader.submission.intake import shown_name
 MAX_SECRET_CHARS = 256  # nbgrader writes 128 hex digits
 MAX_TIMESTAMP_CHARS = 100
 _HEX = re.compile(r"[0-9a-f]{16,256}")
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafeExchange(RuntimeError):
+    """The exchange's folders are not the service's own: it refuses to run on them."""
 
 
 @dataclass(frozen=True)
@@ -36,128 +52,187 @@ class Arrival:
     assignment_id: str
     timestamp: str  # the learner's word (nbgrader's), shown, never used to decide anything
     problem: str | None = None
+    owner: str = ""  # the Unix account that owns the folder (as lstat saw it)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An inbound folder, opened: every read goes through ``fd``."""
+
+    folder: Path
+    fd: int
+    uid: int
 
 
 def course_dir(exchange: Path, course_id: str) -> Path:
     return exchange / course_id
 
 
-def ensure_feedback_dir(exchange: Path, course_id: str) -> Path:
-    """``{exchange}/{course}/feedback``, created as nbgrader's release_feedback would (0755: names unguessable)."""
-    folder = course_dir(exchange, course_id) / "feedback"
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o755)
-    return folder
-
-
-def owner(mode_uid: int) -> str:
+def owner(uid: int) -> str:
     try:
-        return pwd.getpwuid(mode_uid).pw_name
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {mode_uid}"
+        return f"uid {uid}"
+
+
+def _own_folder(path: Path, *, others_may_write: bool = False) -> None:
+    """``path`` is a real folder of the service's account (and, unless said, not writable by every account; its
+    group may write, as with nbgrader's ``groupshared`` exchange for several instructors)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    problem = None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder (a link or a file)"
+    elif info.st_uid != os.geteuid():
+        problem = f"belongs to {owner(info.st_uid)}, not to {owner(os.geteuid())}, who runs the service"
+    elif not others_may_write and info.st_mode & 0o002:
+        problem = f"can be written by every account (mode {oct(info.st_mode & 0o7777)})"
+    if problem:
+        raise UnsafeExchange(f"{path} {problem}: the service writes there as {owner(os.geteuid())}; create it as "
+                             "that account (nbgrader's release_assignment does) or remove it")
+
+
+def prepare(exchange: Path, course_id: str) -> None:
+    """Create ``{course}/inbound`` and ``{course}/feedback`` as nbgrader would, or check the ones there are ours."""
+    course = course_dir(exchange, course_id)
+    _own_folder(course)
+    if not course.exists():
+        course.mkdir(parents=True)
+        os.chmod(course, 0o755)
+    _own_folder(course / "inbound", others_may_write=True)
+    if not (course / "inbound").exists():
+        (course / "inbound").mkdir()
+        os.chmod(course / "inbound", 0o733)  # as nbgrader's release_assignment makes it: learners write, none lists
+    _own_folder(course / "feedback")
+    if not (course / "feedback").exists():
+        (course / "feedback").mkdir()
+        os.chmod(course / "feedback", 0o755)  # listable, as nbgrader's; the names are unguessable
 
 
 def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[str], *,
              check_owner: bool = True) -> list[Arrival]:
-    """New inbound folders (not in ``known``), oldest name first; unusable ones carry their ``problem``.
+    """New inbound folders (not in ``known``), by name; unusable ones carry their ``problem``.
 
     ``check_owner`` (nbgrader's ``CollectApp.check_owner``): the inbound directory is writable by every learner,
     so a folder named ``victim+assignment+...`` is graded as the victim's only when the victim's Unix account owns
-    it; otherwise anyone could spend another learner's attempts or replace the grade that counts."""
+    it; otherwise anyone could spend another learner's attempts or replace the grade that counts. This look is a
+    first sort only: ``open_folder`` checks again on the folder it opened. Raises ``OSError`` when the inbound
+    folder cannot be listed (the caller says so; an empty answer would hide it)."""
     inbound = course_dir(exchange, course_id) / "inbound"
-    try:
-        with os.scandir(inbound) as entries:
-            names = sorted(e.name for e in entries if e.name not in known)
-    except OSError:
-        return []
+    with os.scandir(inbound) as entries:
+        names = sorted(e.name for e in entries if e.name not in known)
     found = []
     for name in names:
         folder = inbound / name
         parts = name.split("+")
         student, assignment = (parts + ["", ""])[:2]
         timestamp = parts[2] if len(parts) >= 3 else ""
-        problem = None
         try:
             info = os.lstat(folder)
         except OSError:
             continue  # gone already (the instructor cleaned up)
-        mode = info.st_mode
-        if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
-            problem = "the submission is not a folder (a link or a file): submit from the Assignment List"
-        elif len(parts) not in (3, 4):
-            problem = "the submission's folder name is not nbgrader's student+assignment+timestamp form"
-        elif not identifiers.valid(student):
-            problem = identifiers.refusal("student id", shown_name(student), student)
-        elif check_owner and owner(info.st_uid) != student:
-            problem = (f"the submission names the student {shown_name(student)!r} but belongs to the Unix account "
-                       f"{shown_name(owner(info.st_uid))!r}: submit from your own account")
-        elif assignment not in assignments:
-            problem = (f"unknown assignment {shown_name(assignment)!r} "
-                       f"(this course has {', '.join(assignments)})")
-        found.append(Arrival(name, folder, student if not problem else shown_name(student),
-                             assignment, shown_name(timestamp[:MAX_TIMESTAMP_CHARS]), problem))
+        problem = _problem(info, parts, student, assignment, assignments, check_owner)
+        found.append(Arrival(name, folder, student if not problem else shown_name(student), assignment,
+                             shown_name(timestamp[:MAX_TIMESTAMP_CHARS]), problem, owner(info.st_uid)))
     return found
 
 
-def age(arrival: Arrival) -> float:
-    """Seconds since the folder last changed (0 when it cannot be read)."""
+def _problem(info: os.stat_result, parts, student: str, assignment: str, assignments, check_owner: bool) -> str | None:
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return "the submission is not a folder (a link or a file): submit from the Assignment List"
+    if len(parts) not in (3, 4):
+        return "the submission's folder name is not nbgrader's student+assignment+timestamp form"
+    if not identifiers.valid(student):
+        return identifiers.refusal("student id", shown_name(student), student)
+    if check_owner and owner(info.st_uid) != student:
+        return (f"the submission names the student {shown_name(student)!r} but belongs to the Unix account "
+                f"{shown_name(owner(info.st_uid))!r}: submit from your own account")
+    if assignment not in assignments:
+        return f"unknown assignment {shown_name(assignment)!r} (this course has {', '.join(assignments)})"
+    return None
+
+
+@contextlib.contextmanager
+def open_folder(arrival: Arrival, *, check_owner: bool = True):
+    """``(Opened, problem)``: the folder opened once (never through a link), its owner checked on the descriptor."""
     try:
-        return max(0.0, time.time() - os.lstat(arrival.folder).st_mtime)
+        fd = os.open(arrival.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        return 0.0
-
-
-def read_small(path: Path, limit: int) -> str | None:
-    """A small regular file's text, or None: never through a link, never blocking on a FIFO, at most ``limit``."""
+        yield None, "the submission's folder cannot be opened as a folder (it was replaced or removed)"
+        return
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        info = os.fstat(fd)
+        problem = None
+        if check_owner and owner(info.st_uid) != arrival.student_id:
+            problem = (f"the submission names the student {shown_name(arrival.student_id)!r} but belongs to the "
+                       f"Unix account {shown_name(owner(info.st_uid))!r}: submit from your own account")
+        yield Opened(arrival.folder, fd, info.st_uid), problem
+    finally:
+        os.close(fd)
+
+
+def _open_file(opened: Opened, name: str) -> tuple[int, os.stat_result] | None:
+    try:
+        fd = os.open(name, _READ, dir_fd=opened.fd)
     except OSError:
         return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return None
+    return fd, info
+
+
+def read_small(opened: Opened, name: str, limit: int) -> str | None:
+    """A small regular file of the folder, or None: never through a link, never blocking, at most ``limit``."""
+    found = _open_file(opened, name)
+    if found is None:
+        return None
+    fd, _ = found
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         data = os.read(fd, limit + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    if len(data) > limit:
-        return None
-    return data.decode("utf-8", "replace")
+    return None if len(data) > limit else data.decode("utf-8", "replace")
 
 
-def secret(arrival: Arrival) -> str | None:
+def secret(opened: Opened) -> str | None:
     """The submission's secret (nbgrader's ``submission_secret.txt``), or None when it is missing or malformed."""
-    text = read_small(arrival.folder / "submission_secret.txt", MAX_SECRET_CHARS)
+    text = read_small(opened, "submission_secret.txt", MAX_SECRET_CHARS)
     text = text.strip() if text else ""
     return text if _HEX.fullmatch(text) else None
 
 
-def copy_notebook(arrival: Arrival, notebook: str, dest: Path, limit: int) -> bool:
-    """Copy the one notebook the assignment has (a regular file of at most ``limit`` bytes) and the timestamp into
-    ``dest`` (a ``submitted/{student}/{assignment}`` folder); False when there is no such notebook. Whatever else
-    the folder holds is not copied: the grader reads the notebook it names and nothing more."""
+def copy_notebook(opened: Opened, notebook: str, timestamp: str, dest: Path, limit: int) -> bool:
+    """Copy the one notebook the assignment has into ``dest`` (a ``submitted/{student}/{assignment}`` folder), with
+    the timestamp; False when there is no usable notebook: a regular file with one link (a hard link could name
+    another account's file), owned by the folder's owner, of at most ``limit`` bytes. Nothing else is copied."""
     dest.mkdir(parents=True, exist_ok=True)
-    copied = False
+    (dest / "timestamp.txt").write_text(timestamp, encoding="utf-8")
+    found = _open_file(opened, notebook)
+    if found is None:
+        return False
+    fd, info = found
     try:
-        fd = os.open(arrival.folder / notebook, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if info.st_nlink != 1 or info.st_uid != opened.uid or info.st_size > limit:
+            return False
+        copied, left = False, limit + 1
+        with open(dest / notebook, "wb") as out:
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+                out.write(chunk)
+                left -= len(chunk)
+            copied = left > 0
+        if not copied:
+            os.unlink(dest / notebook)  # grew past the limit while being read
+        return copied
     except OSError:
-        fd = None
-    if fd is not None:
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode) and os.fstat(fd).st_size <= limit:
-                with open(dest / notebook, "wb") as out:
-                    left = limit + 1
-                    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-                        out.write(chunk)
-                        left -= len(chunk)
-                copied = left > 0
-                if not copied:
-                    os.unlink(dest / notebook)  # grew past the limit while being read
-        finally:
-            os.close(fd)
-    (dest / "timestamp.txt").write_text(arrival.timestamp, encoding="utf-8")
-    return copied
+        return False
+    finally:
+        os.close(fd)
 
 
 def feedback_name(submission_secret: str, notebook_id: str) -> str:
@@ -169,11 +244,19 @@ def feedback_name(submission_secret: str, notebook_id: str) -> str:
 
 
 def release(exchange: Path, course_id: str, submission_secret: str, notebook_id: str, html: str) -> Path:
-    """Put a feedback page where the learner's Fetch Feedback finds it, atomically (write, then rename)."""
-    folder = ensure_feedback_dir(exchange, course_id)
-    target = folder / feedback_name(submission_secret, notebook_id)
-    temporary = folder / (target.stem + "-tmp.html")
-    temporary.write_text(html, encoding="utf-8")
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, target)
-    return target
+    """Put a feedback page where the learner's Fetch Feedback finds it, atomically (a new file, then a rename), all
+    relative to the feedback folder opened without following a link."""
+    folder = course_dir(exchange, course_id) / "feedback"
+    _own_folder(folder)
+    target = feedback_name(submission_secret, notebook_id)
+    temporary = f".{target}.{secrets.token_hex(8)}.tmp"
+    dirfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dirfd)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(html)
+            os.fchmod(out.fileno(), 0o644)
+        os.replace(temporary, target, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    finally:
+        os.close(dirfd)
+    return folder / target

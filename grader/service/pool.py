@@ -71,7 +71,14 @@ class Pool:
                 finally:
                     with self._lock:
                         self.busy -= 1
-                task.done(result)
+                try:
+                    task.done(result)
+                except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
+                    import sys
+                    import traceback
+
+                    print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
+                          f"{traceback.format_exc()}", file=sys.stderr, flush=True)
         finally:
             await _discard(warm)
 
