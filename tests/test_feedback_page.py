@@ -318,3 +318,9 @@ def test_a_hidden_block_inside_an_indented_block_moves_the_whole_cell_last():
     split = order.split(nbformat.v4.new_notebook(cells=[test]))
     assert split.cells[0].source == "" and split.cells[1].source == test.source
     assert order.rejoin(split).cells[0].source == test.source
+
+
+def test_judge_without_the_cells_points_checks_nothing_against_them():
+    rubric = _two_part_rubric()
+    assert rubric.judge("t", _evidence(loss=4.875, gradient=[-5.25, -0.75])) == (True, "passed")
+    assert rubric.verdict("t", _evidence(loss=4.875, gradient=[-21.0, -3.0])).points == 1.0

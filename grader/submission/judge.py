@@ -322,8 +322,9 @@ class Rubric:
     def verdict(self, grade_id: str, evidence: Evidence, points: float | None = None) -> Verdict:
         """The points one test cell scores of its ``points`` (1.0 when not given), whether it passed whole, and the
         learner's message. A judge with parts scores the points of the parts that passed; their points must add up
-        to the cell's (an instructor error otherwise, which scores nothing)."""
-        whole = 1.0 if points is None else float(points)
+        to the cell's (an instructor error otherwise, which scores nothing). Without ``points`` (``judge``) nothing is
+        checked against the cell: a test then scores 1.0, or the sum of its parts' points."""
+        whole = None if points is None else float(points)
         if grade_id not in self.judges:
             return Verdict(0.0, False, f"{grade_id}: the course has no judge for this test (instructor error)")
         evidence.names = {**self.names, **evidence.names}
@@ -340,11 +341,12 @@ class Rubric:
         return self._scored(grade_id, evidence, whole, None)
 
     @staticmethod
-    def _scored(grade_id: str, evidence: Evidence, whole: float, failure: str | None) -> Verdict:
+    def _scored(grade_id: str, evidence: Evidence, whole: float | None, failure: str | None) -> Verdict:
         parts = tuple(evidence.parts)
         if not parts:
-            return Verdict(0.0, False, failure) if failure is not None else Verdict(whole, True, "passed")
+            return Verdict(0.0, False, failure) if failure is not None else Verdict(1.0 if whole is None else whole, True, "passed")
         total = sum(p.points for p in parts)
+        whole = total if whole is None else whole
         if not math.isclose(total, whole, rel_tol=1e-9, abs_tol=1e-9) or len({p.what for p in parts}) != len(parts):
             return Verdict(0.0, False, f"{grade_id}: the rubric's parts ({', '.join(p.what for p in parts)}) are worth "
                                        f"{total:g} points, the test cell {whole:g}, or two parts share a name "
