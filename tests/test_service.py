@@ -273,10 +273,10 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
     import urllib.error
     import urllib.request
     from grader.layout import Course
-    from grader.service import app, validation
+    from grader.service import app, routes, validation
 
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {"grading": 0, "waiting": 0})
-    server = app.Server(("127.0.0.1", 0), app._handler(fake))
+    server = routes.Server(("127.0.0.1", 0), routes.handler(fake))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
 
@@ -291,7 +291,7 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
     try:
         assert call("/status") == (200, {"grading": 0, "waiting": 0})
         assert call("/nothing")[0] == 404 and call("/nothing", b"{}")[0] == 404
-        code, said = call("/validate", b"x", {"Content-Length": str(app.MAX_REQUEST_BYTES + 1)})
+        code, said = call("/validate", b"x", {"Content-Length": str(routes.MAX_REQUEST_BYTES + 1)})
         assert code == 413 and "bytes" in said["error"]
         monkeypatch.setattr(validation, "handle", lambda course, body: 1 / 0)
         assert call("/validate", b"{}") == (500, {"error": "the grading service failed on this request "
@@ -305,7 +305,7 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
 def test_the_learners_validate_asks_where_the_service_listens():
     from grader import cli
     from grader.learner import report
-    from grader.service import app, validation
+    from grader.service import app, routes, validation
 
     assert report.DEFAULT_PORT == app.DEFAULT_PORT == cli.DEFAULT_SERVICE_PORT
-    assert app.MAX_REQUEST_BYTES == validation.MAX_BODY_BYTES
+    assert routes.MAX_REQUEST_BYTES == validation.MAX_BODY_BYTES

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader.layout import Course
-from grader.service import app, attempts, exchange
+from grader.service import app, attempts, exchange, routes
 from grader.service.attempts import Policy
 from grader.submission.pipeline import Settings
 from test_service import _submission
@@ -109,16 +109,16 @@ def test_two_slow_validate_clients_do_not_lock_every_learner_out(monkeypatch):
 
     monkeypatch.setattr(validation, "handle", lambda course, body: (200, {"ok": True}))
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {})
-    server = app.Server(("127.0.0.1", 0), app._handler(fake))
+    server = routes.Server(("127.0.0.1", 0), routes.handler(fake))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     slow = []
     stop = threading.Event()
     try:
-        for _ in range(app.VALIDATE_AT_ONCE):
+        for _ in range(routes.VALIDATE_AT_ONCE):
             client = socket.create_connection(("127.0.0.1", port))
             client.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{"
-                           % (app.MAX_REQUEST_BYTES // 2))
+                           % (routes.MAX_REQUEST_BYTES // 2))
             slow.append(client)
 
         def trickle():
@@ -152,7 +152,7 @@ _SERVICE_CHILD = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from http.server import ThreadingHTTPServer
     from grader.layout import Course
-    from grader.service import app
+    from grader.service import app, routes
     from grader.service.attempts import Policy
     from grader.submission.pipeline import Settings
     from test_service_attacks import RecordingPool
@@ -160,7 +160,7 @@ _SERVICE_CHILD = textwrap.dedent("""
     tmp = Path({tmp!r})
     options = app.Options(exchange=tmp / "exchange", course_id="course", out=tmp / "out", policy=Policy(), port=None)
     service = app.Service(Course.default(), options, Settings(out=tmp / "out"))
-    server = app.Server(("127.0.0.1", 0), app._handler(service))
+    server = routes.Server(("127.0.0.1", 0), routes.handler(service))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(server.server_address[1], flush=True)
     while not service.pool.tasks:

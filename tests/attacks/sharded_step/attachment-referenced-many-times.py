@@ -855,6 +855,74 @@
   },
   {
    "cell_type": "markdown",
+   "id": "md-evidence",
+   "metadata": {},
+   "source": [
+    "### Keep your evidence\n",
+    "\n",
+    "Keep what this lesson showed: the host loss and gradient you derived, your sharded step's values next to\n",
+    "them, the partial contributions of the devices, and the ten steps that tracked the host loop.\n",
+    "\n",
+    "1. In the next cell, write your prediction: what you expected at the **Predict** prompts (should ten sharded steps track the\n",
+    "   host loop? what would the figure's bars show?) and what the run showed.\n",
+    "2. Save the notebook (Ctrl+S): the receipt reads your cells from the saved file.\n",
+    "3. Run the receipt cell. It writes `evidence/sharded_step-receipt.json` beside this notebook: your TODO cells,\n",
+    "   your written answers, the numbers below and your prediction, and prints where it wrote them.\n",
+    "\n",
+    "The receipt is for you (a portfolio, a question to your instructor). It is not graded and no test reads it.\n",
+    "The grader runs this cell like any other and ignores what it does: there it finds no saved notebook of yours,\n",
+    "writes nothing and says so in one line instead of failing."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "prediction",
+   "metadata": {},
+   "outputs": [],
+   "source": [
+    "# Your prediction, in your own words: what you expected before running, and what the run showed.\n",
+    "prediction = \"\""
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "keep-evidence",
+   "metadata": {
+    "deletable": false,
+    "editable": false,
+    "nbgrader": {
+     "cell_type": "code",
+     "checksum": "a2c121ef85205ef3ec3145c6e55e2aec",
+     "grade": false,
+     "grade_id": "keep-evidence",
+     "locked": true,
+     "schema_version": 3,
+     "solution": false,
+     "task": false
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# Keep your evidence: save the notebook first (Ctrl+S); this cell reads your cells from the saved file.\n",
+    "from coursekit.evidence import keep_evidence\n",
+    "\n",
+    "receipt = keep_evidence(\"sharded_step\", outputs={\n",
+    "    \"host loss at w = 0 (NumPy)\": \"expected_loss\",\n",
+    "    \"host gradient at w = 0 (NumPy)\": \"expected_gradient\",\n",
+    "    \"loss from your train_step\": \"before\",\n",
+    "    \"gradient from your train_step\": \"gradient\",\n",
+    "    \"new weights from your train_step\": \"new_w\",\n",
+    "    \"partial contributions, one per device\": \"partials\",\n",
+    "    \"weights after ten sharded steps\": \"sharded_w\",\n",
+    "    \"transfer: your sharded new weights\": \"transfer_w\",\n",
+    "    \"transfer: your host new weights\": \"transfer_reference\",\n",
+    "})"
+   ]
+  },
+  {
+   "cell_type": "markdown",
    "id": "md-references",
    "metadata": {},
    "source": [

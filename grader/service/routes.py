@@ -1,0 +1,124 @@
+"""The grading service's loopback routes: ``GET /status`` and ``POST /validate`` (Validate's named diagnoses).
+
+Every learner on the machine can connect, so a request is bounded before any work: at most ``CONNECTIONS_AT_ONCE``
+open connections (more are closed as they are accepted), ``REQUEST_DEADLINE_S`` for a whole request, a body of at
+most ``MAX_REQUEST_BYTES`` read completely before a judging slot is taken, ``VALIDATE_AT_ONCE`` requests judged at
+once, and a request that fails is answered 500 without stopping anything.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
+VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
+CONNECTIONS_AT_ONCE = 32  # open connections; more are closed at once (descriptors stay for grading)
+REQUEST_DEADLINE_S = 10.0  # a whole request (headers and body) must arrive within this
+
+
+class Server(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` with a cap on open connections and a deadline on each: a client that trickles bytes
+    is cut off when its deadline passes, and beyond ``CONNECTIONS_AT_ONCE`` a connection is closed as it is
+    accepted, so idle clients can neither take every descriptor of the service nor a thread each for ever."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(CONNECTIONS_AT_ONCE)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        cut = threading.Timer(REQUEST_DEADLINE_S, _cut, args=(request,))
+        cut.daemon = True
+        cut.start()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            cut.cancel()
+            self.slots.release()
+
+    def handle_error(self, request, client_address):  # a client that went away or was cut off: not news
+        pass
+
+
+def _cut(connection) -> None:
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
+
+
+def _read_body(rfile, length: int) -> bytes | None:
+    """``length`` bytes of body, or None when the connection closed (or was cut at the deadline) first."""
+    chunks, left = [], length
+    while left > 0:
+        chunk = rfile.read1(min(left, 1 << 16)) if hasattr(rfile, "read1") else rfile.read(min(left, 1 << 16))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def handler(service) -> type[BaseHTTPRequestHandler]:
+    """The routes, for ``service`` (anything with ``course`` and ``status()``)."""
+    judging = threading.BoundedSemaphore(VALIDATE_AT_ONCE)
+
+    class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_DEADLINE_S  # a single read; the whole request has the same deadline (Server)
+        def _answer(self, code: int, data: dict) -> None:
+            body = json.dumps(data).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            if self.path == "/status":
+                return self._answer(200, service.status())
+            return self._answer(404, {"error": "no such route"})
+
+        def do_POST(self):  # noqa: N802
+            if self.path != "/validate":
+                return self._answer(404, {"error": "no such route"})
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                return self._answer(411, {"error": "a Content-Length is needed"})
+            if not 0 <= length <= MAX_REQUEST_BYTES:
+                return self._answer(413, {"error": f"the request is over {MAX_REQUEST_BYTES} bytes"})
+            body = _read_body(self.rfile, length)  # the whole body first: a slow client holds no judging slot
+            if body is None:
+                return None
+            if not judging.acquire(timeout=5):
+                return self._answer(503, {"error": "the grading service is busy; Validate again in a moment"})
+            try:
+                from grader.service.validation import handle
+
+                code, answer = handle(service.course, body)
+            except ImportError:
+                code, answer = 503, {"error": "this grading service cannot judge Validate's checks"}
+            except Exception as error:  # noqa: BLE001 - a request must never stop the service
+                code, answer = 500, {"error": f"the grading service failed on this request ({type(error).__name__})"}
+            finally:
+                judging.release()
+            return self._answer(code, answer)
+
+        def log_message(self, format, *args):  # noqa: A002 - quiet: one line per submission is printed instead
+            pass
+
+    return Handler
+
+
