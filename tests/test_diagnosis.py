@@ -18,7 +18,7 @@ import pytest
 from coursekit.meshes import rebound, sub_mesh_sizes
 from coursekit.record import encode
 from grader.submission.judge import Evidence, Mismatch, denominator_mistakes, load_rubric
-from grader.submission.visible_checks import visible_check
+from grader.visible_checks import visible_check
 from grader.layout import ASSIGNMENTS
 from grader.submission.records import decode
 from grader.course.variants import parse

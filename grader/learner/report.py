@@ -17,7 +17,7 @@ import urllib.parse
 import urllib.request
 
 from grader import cells
-from grader.learner.checks import visible_check
+from grader.visible_checks import visible_check
 
 MIME_TYPE = "application/vnd.jax-course.record+json"
 #: The grading service's port on the instructor's machine, unless ``COURSE_GRADING_URL`` says otherwise.

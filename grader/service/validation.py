@@ -36,7 +36,7 @@ from grader.cells import HIDDEN
 from grader.layout import Course
 from grader.submission.judge import Evidence, Mismatch, Rubric, load_rubric
 from grader.submission.records import MIME_TYPE, records_of_cell
-from grader.submission.visible_checks import visible_check
+from grader.visible_checks import visible_check
 
 ROUTE = "/validate"
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the course's visible records are a few KiB; lowered programs some 100 KiB

@@ -34,7 +34,7 @@ from grader.submission import intake, order, restore, scan
 from grader.submission.feedback import render
 from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
 from grader.submission.judge import Evidence, Verdict, load_rubric
-from grader.submission.visible_checks import visible_check
+from grader.visible_checks import visible_check
 from grader.kernel.run import Execution
 from grader.sandbox.lease import leased_uid, memory_group
 from grader.programs import Program, ProgramRun

@@ -1,9 +1,11 @@
-"""Which visible check of a test cell failed: the instructor's own assertion, quoted from the cell's source.
+"""Which visible check of a test cell failed: the instructor's own assertion, quoted from the course's source.
 
-The same quoting as the grader's (``grader.submission.visible_checks``, which the learner's side may not import:
-``tests/test_validate_learner.py`` checks the two agree on every course test cell). The kernel's traceback only
-points at a line (``Cell In [n], line k``); the text shown is the test cell's, never the kernel's (a NumPy
-assertion's ``ACTUAL``/``DESIRED`` dump, a frame inside NumPy), and never a line inside a hidden block."""
+Shared vocabulary: the grader's feedback (``grader.submission.pipeline``), Validate's diagnoses in the service and
+the learner's own Validate without a service (``grader.learner``, which may import nothing that judges) all quote
+a failed visible check this one way.
+
+The kernel's traceback only points at a line (``Cell In [n], line k``); the text shown is the course's, never the
+kernel's, and never a line inside a hidden block."""
 from __future__ import annotations
 
 import ast
