@@ -106,3 +106,10 @@ def visible_outputs(cell) -> int | None:
     """How many of a rejoined test cell's outputs its visible part produced (the rest came from its hidden part)."""
     value = grader_marks(cell).get("visible_outputs")
     return value if type(value) is int and value >= 0 else None
+
+
+def test_name(grade_id: str) -> str:
+    """"test-loss-and-gradient" -> "loss and gradient": a test's name in the lesson's words, the same in Validate's
+    dialog and on the feedback page."""
+    name = grade_id[5:] if grade_id.startswith("test-") else grade_id
+    return name.replace("-", " ").replace("_", " ")

@@ -138,3 +138,20 @@ def test_plain_turns_arrays_and_containers_into_json():
     value = {"a": np.float32(1.5), "b": (np.arange(3), [np.nan]), 3: np.int64(7)}
     assert json.loads(json.dumps(plain(value))) == {"a": 1.5, "b": [[0, 1, 2], ["nan"]], "3": 7}
     assert plain(np.zeros(20_000)).startswith("array of shape (20000,)")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_validate_never_writes_or_replaces_the_receipt(course, assignment, tmp_path, monkeypatch, capsys):
+    """nbgrader's Validator runs every cell (with NBGRADER_VALIDATING=1 in the kernel's environment): a Validate of
+    a broken version must not replace the receipt the learner wrote."""
+    path, _ = _learner_copy(course, assignment, tmp_path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    monkeypatch.setenv("NBGRADER_VALIDATING", "1")
+    (tmp_path / "evidence").mkdir()
+    mine = tmp_path / "evidence" / f"{assignment}-receipt.json"
+    mine.write_text('{"kept": "the learner\'s own receipt"}')
+    namespace = {"prediction": "p times"}
+    monkeypatch.setattr("coursekit.evidence._namespace", lambda: namespace)
+    exec(_receipt_source(course, assignment), namespace)
+    assert namespace["receipt"] is None and mine.read_text() == '{"kept": "the learner\'s own receipt"}'
+    assert "no receipt is written during Validate" in capsys.readouterr().out

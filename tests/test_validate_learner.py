@@ -266,3 +266,27 @@ def test_validate_in_the_learners_server(tmp_path, scenario):
         assert "failed" not in online and online["summary"].startswith("None of the 6 visible checks fails.")
         assert "The quiz test (1 point): the multiple-choice answer: its correctness is graded after you submit" \
             in online["summary"]
+
+
+def test_unsolved_todos_and_other_failing_cells_are_named_first():
+    """An untouched notebook: the TODO cells still raise NotImplementedError, and cells after them raise too. The
+    dialog names the TODO cells to solve before it lists any test, and counts the other cells that raised."""
+    notebook = nbformat.read(COURSE.release_notebook("sharded_step"), as_version=4)
+    error = lambda name: nbformat.v4.new_output("error", ename=name, evalue="", traceback=[])  # noqa: E731
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or cells.is_autograded_test(cell):
+            continue
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in ("train-step", "transfer"):
+            cell.outputs = [error("NotImplementedError")]
+        elif gid in ("verify", "permutation"):
+            cell.outputs = [error("NameError")]
+    problems = report.cell_errors(notebook)
+    assert problems == {"unsolved": ["train step", "transfer"], "other_errors": ["verify", "permutation"]}
+    lines = report.dialog(_tests(), None, "none answered", manual=1, problems=problems)["summary"].splitlines()
+    assert lines[1].startswith("Not solved yet: the TODO cells train step and transfer still raise "
+                               "NotImplementedError")
+    assert lines[2] == ("2 other cells of the notebook raised an error: verify and permutation (the error is shown "
+                        "under each cell when you run the notebook).")
+    assert report.cell_errors(nbformat.read(COURSE.release_notebook("sharded_step"), as_version=4)) == {
+        "unsolved": [], "other_errors": []}  # a notebook that did not run has nothing to say

@@ -76,7 +76,8 @@ def validate(fullpath: str) -> dict:
     tests = report.tested(validator.executed)
     assignment = Path(fullpath).parent.name
     service, why_not = report.ask(assignment, tests) if tests else (None, "this notebook has no autograded tests")
-    return {"success": True, "value": report.dialog(tests, service, why_not, report.manual_answers(validator.executed))}
+    return {"success": True, "value": report.dialog(tests, service, why_not, report.manual_answers(validator.executed),
+                                                    report.cell_errors(validator.executed))}
 
 
 class ValidateHandler(JupyterHandler):

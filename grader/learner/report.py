@@ -63,6 +63,52 @@ def tested(notebook) -> list[dict]:
     return found
 
 
+SHOWN_CELLS = 6
+
+
+def _cell_name(cell, index: int) -> str:
+    gid = cells.grade_id(cell) if isinstance(cell.get("metadata"), dict) and "nbgrader" in cell["metadata"] else ""
+    return gid.replace("-", " ") if gid else f"cell {index + 1}"
+
+
+def _listed(names: list[str]) -> str:
+    shown = names[:SHOWN_CELLS]
+    more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+    return (", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 and not more else ", ".join(shown)) + more
+
+
+def cell_errors(notebook) -> dict:
+    """The TODO cells that still raise ``NotImplementedError`` (not solved yet), and the other code cells, not
+    tests, that raised an error: what a learner must fix first, since the tests after them fail because of it."""
+    unsolved, others = [], []
+    for index, cell in enumerate(notebook.get("cells", [])):
+        if cell.get("cell_type") != "code" or cells.is_autograded_test(cell):
+            continue
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is None:
+            continue
+        solution = bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+        if solution and error.get("ename") == "NotImplementedError":
+            unsolved.append(_cell_name(cell, index))
+        else:
+            others.append(_cell_name(cell, index))
+    return {"unsolved": unsolved, "other_errors": others}
+
+
+def _cell_lines(problems: dict | None) -> list[str]:
+    lines = []
+    if problems and problems.get("unsolved"):
+        names = problems["unsolved"]
+        lines.append(f"Not solved yet: the TODO cell{'s' if len(names) > 1 else ''} {_listed(names)} "
+                     f"still raise{'s' if len(names) == 1 else ''} NotImplementedError (write your code in place of "
+                     "`raise NotImplementedError()`); the tests after a TODO fail until it is solved.")
+    if problems and problems.get("other_errors"):
+        names = problems["other_errors"]
+        lines.append(f"{len(names)} other cell{'s' if len(names) > 1 else ''} of the notebook raised an error: "
+                     f"{_listed(names)} (the error is shown under each cell when you run the notebook).")
+    return lines
+
+
 def manual_answers(notebook) -> int:
     return sum(cells.is_manual_answer(cell) for cell in notebook.get("cells", []))
 
@@ -117,10 +163,7 @@ def ask(assignment: str, tests: list[dict]) -> tuple[dict | None, str]:
     return {"tests": verdicts, "later": later[:MAX_MESSAGE_CHARS]}, ""
 
 
-def test_name(grade_id: str) -> str:
-    """"test-loss-and-gradient" -> "loss and gradient": the name the lesson's sections use."""
-    name = grade_id[5:] if grade_id.startswith("test-") else grade_id
-    return name.replace("-", " ").replace("_", " ")
+test_name = cells.test_name
 
 
 def _points(points: float) -> str:
@@ -139,8 +182,9 @@ def _local(test: dict) -> dict:
     return {"verdict": "fails", "message": said or f"the test cell raised {name if name.isidentifier() else 'an error'}"}
 
 
-def dialog(tests: list[dict], service: dict | None, why_not: str, manual: int) -> dict:
-    """nbgrader's Validate result (``failed`` entries), with ``summary`` and per-failure ``title``."""
+def dialog(tests: list[dict], service: dict | None, why_not: str, manual: int, problems: dict | None = None) -> dict:
+    """nbgrader's Validate result (``failed`` entries), with ``summary`` and per-failure ``title``; ``problems``
+    (``cell_errors``): the unsolved TODO cells and other cells that raised, said right after the count."""
     verdicts = []
     for test in tests:
         said = (service or {}).get("tests", {}).get(test["grade_id"]) if service else None
@@ -153,6 +197,7 @@ def dialog(tests: list[dict], service: dict | None, why_not: str, manual: int) -
     total = len(tests)
     lines = [f"{len(failing)} of {total} visible checks fail." if failing else
              f"None of the {total} visible checks fails."]
+    lines += _cell_lines(problems)
     for test, said in verdicts:
         if said["verdict"] == "after_submit":
             lines.append(f"The {test_name(test['grade_id'])} test ({_points(test['points'])}): {said['message']}.")

@@ -27,7 +27,8 @@ from coursekit.programs import NOT_EXPORTED
 
 from grader.programs import Input, Output, Program, ProgramRun
 
-MESH_HINT = "does it build its own mesh or assume the lesson's four devices?"
+MESH_HINT = ("write nothing that assumes the lesson's four devices (use len(devices) and the arrays' shapes) and use "
+             "the mesh and shardings the notebook defines, not a mesh of your own")
 RUN_TIMEOUT_S = 90.0  # for all of a notebook's programs: a few compilations of small programs
 MAX_VERDICT_BYTES = 64 << 20
 MAX_ELEMENTS = 1 << 20
@@ -261,8 +262,9 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
             error = ("JAX could not export it (jax.export): it must be a function of JAX operations only, with no "
                      "NumPy on traced values and no Python callbacks")
             if program.mesh != num_devices:  # it exported on the notebook's own mesh, or that test failed first
-                error = (f"JAX could not export it for a mesh of {program.mesh} device(s), the mesh the notebook's "
-                         f"names referred to: {MESH_HINT}")
+                error = (f"it stopped working with {program.mesh} device(s): the grader also runs your code with other "
+                         f"numbers of devices than the lesson's four, and with {program.mesh} it could not be traced; "
+                         f"{MESH_HINT}")
             runs[program.key] = ProgramRun(program.key, error=error)
         elif not isinstance(blobs.get(program.key), str):
             runs[program.key] = ProgramRun(program.key, error="no program was recorded (the test stopped before "

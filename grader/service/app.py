@@ -186,8 +186,12 @@ class Service:
                 f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
                 f"{_when(decision.next_at)}.")
         with self.lock:
-            self.ledger.add(arrival.student_id, arrival.assignment_id,
-                            Attempt(arrival.name, now, False, "over_limit", message=said))
+            attempts = self.ledger.add(arrival.student_id, arrival.assignment_id,
+                                       Attempt(arrival.name, now, False, "over_limit", message=said))
+        counted = counting(limit, attempts)
+        if counted is not None:
+            said += (f" The attempt that counts now is your graded attempt of {_when(counted.arrived)}: "
+                     f"{counted.score:g} / {counted.max_score:g} points.")
         exchange.release(self.options.exchange, self.options.course_id, secret, notebook, page(
             "Received, not graded now", [
                 f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",

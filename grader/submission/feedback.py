@@ -49,8 +49,9 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
 .pass{color:#1a7f37}.fail{color:#b42318}.partial{color:#9a6700}
+.id{color:#666;font-size:.85em;white-space:nowrap}
 pre{background:#f6f8fa;padding:.6rem;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:hidden}
-td:first-child,td:nth-child(2){white-space:nowrap}td:last-child,.result,p,li{overflow-wrap:anywhere}
+td:nth-child(2){white-space:nowrap}td:last-child,.result,p,li{overflow-wrap:anywhere}
 img{max-width:100%;height:auto}
 .cell{margin:1rem 0}.result{border-left:4px solid #999;padding:.3rem .8rem;background:#fafafa}
 .withheld{color:#666;font-style:italic}.status{font-size:1.05rem}
@@ -140,6 +141,8 @@ def _header(result: NotebookResult, executed, manual, text: _Text) -> list[str]:
                   "hand</b>")
         if by_hand:
             score += f"; graded by hand so far: <b>{by_hand:g}</b>"
+        score += (". When your instructor has graded it, Fetch Feedback again in the Assignment List: the new page "
+                  "has those points, their comments and your total")
     elif result.manual_max_score:
         score += (f"; graded by hand: <b>{by_hand:g} / {result.manual_max_score:g}</b>; total: "
                   f"<b>{result.score + by_hand:g} / {result.max_score + result.manual_max_score:g}</b>")
@@ -171,7 +174,8 @@ def render(result: NotebookResult, executed, manual=None) -> str:
     ]
     for test in result.tests:
         parts.append(
-            f"<tr><td>{text(test.grade_id)}</td><td>{test.points:g} / {test.max_points:g}</td>"
+            f"<tr><td>the {text(cells.test_name(test.grade_id))} test <span class='id'>{text(test.grade_id)}</span>"
+            f"</td><td>{test.points:g} / {test.max_points:g}</td>"
             f"<td class='{_css(test)}'>{text.judge(test.message)}</td></tr>"
         )
     parts.append("</table>")

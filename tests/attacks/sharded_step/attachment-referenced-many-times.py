@@ -25,8 +25,10 @@
     "6. check that the step does not depend on which device holds which rows, and that ten steps track a host loop;\n",
     "7. transfer the recipe to a new target model without reusing the first answer.\n",
     "\n",
-    "Cells marked **TODO** are yours. Run the notebook top to bottom; the test cells after each TODO tell you\n",
-    "where you stand (the course grades more cases than it shows you)."
+    "Cells marked **TODO** are yours. Run the notebook top to bottom. The test cells after each TODO check your code\n",
+    "on this lesson's data and say what they check; after you submit, the grader runs more cases (other data and\n",
+    "settings, how your functions work inside) and grades the quiz's answer and your written answer, which no visible test judges. The last stage,\n",
+    "**Keep your evidence**, writes a receipt of your code, its output and your prediction."
    ]
   },
   {
@@ -60,7 +62,11 @@
    "execution_count": null,
    "id": "parameters",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "cfca8c01dfe068cdb14b4e4c2ca24eaa",
      "grade": false,
      "grade_id": "parameters",
      "locked": true,
@@ -85,7 +91,11 @@
    "execution_count": null,
    "id": "setup",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "e39b00259d0885b579a5f774daef9530",
      "grade": false,
      "grade_id": "setup",
      "locked": true,
@@ -148,7 +158,11 @@
    "execution_count": null,
    "id": "host-reference",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "1b835ab1c922d0c8e0b5a61f130c02ab",
      "grade": false,
      "grade_id": "host-reference",
      "locked": true,
@@ -215,7 +229,11 @@
    "execution_count": null,
    "id": "placements",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "cf4344160676991bcd3c1cb96a93bd8b",
      "grade": false,
      "grade_id": "placements",
      "locked": true,
@@ -253,6 +271,11 @@
     "\n",
     "* `in_shardings` has one entry per argument `(weights, features, labels)`: `(replicated, rows, labels_sharding)`;\n",
     "* `out_shardings` has one per output `(new_weights, loss, gradient)`: all replicated.\n",
+    "\n",
+    "For this step the compiler would also make the outputs replicated if you left `out_shardings` out, so no\n",
+    "test can tell the two apart here; write it anyway. It is the contract a reader of the step relies on, and\n",
+    "it keeps holding when a later change (a bigger model, sharded parameters) would make the compiler choose\n",
+    "another placement.\n",
     "\n",
     "The compiler inserts whatever communication the global mean needs. Do not add your own reduction across\n",
     "devices, and do not divide by the number of devices: the mean over the global batch already has the right\n",
@@ -321,9 +344,11 @@
    "id": "md-10",
    "metadata": {},
    "source": [
-    "The three tests below check the step on the lesson's batch (the numbers you derived by hand) and on\n",
-    "batches you have not seen. The first compares the loss and every gradient component with the host\n",
-    "reference; the second the update at another learning rate; the third the placement of the outputs."
+    "The three tests below check the step on the lesson's batch only. The first compares the loss and both gradient\n",
+    "components with the numbers you derived by hand; the second checks that the new weights are the weights minus\n",
+    "$0.1$ times the gradient your step returned (a wrong gradient applied correctly passes it); the third that the\n",
+    "loss, the gradient and the new weights are JAX arrays replicated on every device. After you submit, the grader\n",
+    "runs the same checks on batches you have not seen and at another learning rate."
    ]
   },
   {
@@ -331,7 +356,11 @@
    "execution_count": null,
    "id": "test-loss-and-gradient",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "0353b3b09a0aae4bda370a6b8190e78b",
      "grade": true,
      "grade_id": "test-loss-and-gradient",
      "locked": true,
@@ -356,7 +385,11 @@
    "execution_count": null,
    "id": "test-update",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "967d89f9cb81a6c602f526ce118a5c4b",
      "grade": true,
      "grade_id": "test-update",
      "locked": true,
@@ -379,7 +412,11 @@
    "execution_count": null,
    "id": "test-placement",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "79c899f6ec6dbf5803714ac202c52700",
      "grade": true,
      "grade_id": "test-placement",
      "locked": true,
@@ -418,7 +455,11 @@
    "execution_count": null,
    "id": "verify",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "ae2beb7594b17fef7db3171f722afe05",
      "grade": false,
      "grade_id": "verify",
      "locked": true,
@@ -463,7 +504,11 @@
    "execution_count": null,
    "id": "contributions",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "c1a4bfaf7cc7a22b9894813a7560edfc",
      "grade": false,
      "grade_id": "contributions",
      "locked": true,
@@ -519,7 +564,11 @@
    "execution_count": null,
    "id": "permutation",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "a005e6522eafcf45b6344ad598079210",
      "grade": false,
      "grade_id": "permutation",
      "locked": true,
@@ -559,7 +608,11 @@
    "execution_count": null,
    "id": "ten-steps",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "fdabcb3db4caebc46da1e6392afeb5d0",
      "grade": false,
      "grade_id": "ten-steps",
      "locked": true,
@@ -584,7 +637,11 @@
    "execution_count": null,
    "id": "test-ten-steps",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "eeb2c103f041070c5f4543ffffe4adaf",
      "grade": true,
      "grade_id": "test-ten-steps",
      "locked": true,
@@ -669,7 +726,11 @@
    "execution_count": null,
    "id": "test-transfer",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "640983d79f0da564623a89050054d86f",
      "grade": true,
      "grade_id": "test-transfer",
      "locked": true,
@@ -719,7 +780,11 @@
    "execution_count": null,
    "id": "figure",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "c421b89f586e0f22f396f45a94fc130a",
      "grade": false,
      "grade_id": "figure",
      "locked": true,
@@ -753,7 +818,8 @@
     "2. Average them, or sum the local gradient numerators and divide by the total number of examples.\n",
     "3. Take the gradient of the device with the lowest local loss.\n",
     "\n",
-    "Set `answer` to 1, 2 or 3."
+    "Set `answer` to 1, 2 or 3. The test below checks only that it is one of the three; whether it is\n",
+    "right is graded after you submit."
    ]
   },
   {
@@ -783,7 +849,11 @@
    "execution_count": null,
    "id": "test-quiz",
    "metadata": {
+    "deletable": false,
+    "editable": false,
     "nbgrader": {
+     "cell_type": "code",
+     "checksum": "6fff894702816ac2f1cf931776b7d2d3",
      "grade": true,
      "grade_id": "test-quiz",
      "locked": true,
@@ -841,7 +911,9 @@
    "id": "md-31",
    "metadata": {},
    "source": [
-    "## Carry forward\n",
+    "## Keep your evidence\n",
+    "\n",
+    "### Carry forward\n",
     "\n",
     "* Write the objective before splitting the data; its denominator is the global count.\n",
     "* Give the batch and the parameters different placements; replicated parameters are one model.\n",

@@ -1,7 +1,7 @@
 # scenario: hard-codes four devices: make_train_step builds its own mesh of jax.devices()[:4] instead of using rows/replicated
 # base: solution
 # expect-fail: test-loss-and-gradient
-# expect-message: on a mesh of 1 device(s): JAX could not export it for a mesh of 1 device(s)
+# expect-message: on a mesh of 1 device(s): it stopped working with 1 device(s)
 # %% cell train-step
 def loss(weights, features, labels):
     residual = features @ weights - labels

@@ -1,7 +1,7 @@
 # scenario: hard-codes four devices: reshapes the batch into 4 blocks and averages the block means (fails when 4 does not divide the batch)
 # base: solution
 # expect-fail: test-loss-and-gradient
-# expect-message: on a mesh of 1 device(s): JAX could not export it for a mesh of 1 device(s)
+# expect-message: on a mesh of 1 device(s): it stopped working with 1 device(s)
 # %% cell train-step
 def loss(weights, features, labels):
     residual = (features @ weights - labels).reshape(4, -1)
