@@ -99,5 +99,47 @@ def test_make_target_passes_server_options_and_jupyterlab_asks_no_news(tmp_path,
             user.get("checkForUpdates", defaults["checkForUpdates"])
         assert fetch_news == "false", f"make {target}: JupyterLab's fetchNews is {fetch_news!r}; 'none' asks the newcomer"
         assert check_updates is False, f"make {target}: JupyterLab still checks for updates online"
+        # A notebook's kernel, as the page starts and talks to it (REST, then the kernel's websocket): it runs code,
+        # and the terminal shows no "Kernel is running over TCP without encryption" warning (CurveZMQ keys).
+        assert _run_in_kernel(url, token, "print(6 * 7)") == "42\n"
+        time.sleep(1)
+        assert "without encryption" not in log.read_text(), log.read_text()[-3000:]
     finally:
         _stop(process)
+
+
+def _run_in_kernel(url: str, token: str, code: str) -> str:
+    """Start a kernel through the server's REST API, run ``code`` over its websocket, return what it printed."""
+    import asyncio
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    request = urllib.request.Request(f"{url}/api/kernels", data=b"{}", method="POST",
+                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        kernel = json.loads(response.read())["id"]
+
+    async def run() -> str:
+        socket_url = url.replace("http://", "ws://") + f"/api/kernels/{kernel}/channels"
+        connection = await websocket_connect(HTTPRequest(socket_url, headers={"Authorization": f"token {token}"}))
+        msg_id = uuid.uuid4().hex
+        await connection.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test", "session": uuid.uuid4().hex,
+                       "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False}}))
+        printed = ""
+        while True:
+            message = json.loads(await asyncio.wait_for(connection.read_message(), timeout=120))
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                printed += message["content"]["text"]
+            elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                connection.close()
+                return printed
+
+    return asyncio.run(run())
