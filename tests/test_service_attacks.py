@@ -299,3 +299,24 @@ def test_a_feedback_link_in_a_course_folder_a_learner_owns_is_not_followed(tmp_p
         pass
     assert oct(private.stat().st_mode & 0o777) == "0o700", "the service chmodded a folder through a link"
     assert not list(private.iterdir()), "the service wrote a page through a link, outside the exchange"
+
+
+def test_a_folder_the_service_cannot_decide_does_not_stop_the_others(tmp_path, monkeypatch):
+    """A failure while deciding one folder (a full disk, a file that vanished mid-copy) is said in the log and the
+    scan goes on: every other learner's submission is still taken."""
+    service = _service(tmp_path, monkeypatch)
+    first = _submission(_inbound(tmp_path), getpass.getuser())
+    second = _submission(_inbound(tmp_path), getpass.getuser())
+    copy = exchange.copy_notebook
+
+    def failing(opened, *args):
+        if opened.folder == min(first, second):
+            raise OSError(28, "No space left on device")
+        return copy(opened, *args)
+
+    monkeypatch.setattr(exchange, "copy_notebook", failing)
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        service.scan()
+    assert "No space left on device" in log.getvalue()
+    assert len(service.pool.tasks) == 1 and {first.name, second.name} <= service.known

@@ -122,7 +122,13 @@ class Service:
         for arrival in found:
             if taken >= MAX_PER_SCAN:
                 break
-            if self.take(arrival, time.time()):
+            try:
+                decided = self.take(arrival, time.time())
+            except Exception as error:  # noqa: BLE001 - one folder (a full disk, a vanished file) never stops the loop
+                print(f"serve: {arrival.name!r}: could not be decided ({type(error).__name__}: {error}); it is left "
+                      "in the exchange for the instructor's own collect", file=sys.stderr, flush=True)
+                decided = True
+            if decided:
                 self.known.add(arrival.name)
                 self.first_seen.pop(arrival.name, None)
                 self.decided[arrival.owner] = self.decided.get(arrival.owner, 0) + 1
