@@ -79,8 +79,10 @@ def _inspect(exported, structure: Structure, mesh_size: int) -> str | None:
     """Why this program must not run, or None."""
     if exported.nr_devices != mesh_size:
         built = exported.nr_devices if 0 < exported.nr_devices <= 64 else "another number of"
-        return (f"it was built for {built} device(s), not for the mesh of {mesh_size} the notebook's "
-                "names referred to: does it build its own mesh or assume the lesson's four devices?")
+        return (f"it was built for {built} device(s) when the grader gave it {mesh_size}: the grader also runs your "
+                "code with other numbers of devices than the lesson's four; write nothing that assumes four devices "
+                "(use len(devices) and the arrays' shapes) and use the mesh and shardings the notebook defines, not "
+                "a mesh of your own")
     if "cpu" not in exported.platforms:
         return "it was exported for another platform, not for the CPU"  # (the names are the program's own text)
     if exported.ordered_effects or exported.unordered_effects:

@@ -358,7 +358,7 @@ class Rubric:
             return Verdict(whole, True, "passed", parts)
         scored = round(sum(p.points for p in parts if p.failure is None), 6)
         kept = [p for p in parts if p.failure is None]
-        said = "; ".join(p.failure for p in failed)
+        said = "; ".join(dict.fromkeys(p.failure for p in failed))  # one cause failing two parts is said once
         if kept:
             said += "; " + ", ".join(f"{p.what} passed ({p.points:g} of {whole:g} points)" for p in kept)
         return Verdict(scored, False, said, parts)

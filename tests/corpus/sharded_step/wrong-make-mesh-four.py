@@ -1,7 +1,7 @@
 # scenario: hard-codes four devices with jax.make_mesh((4,), ("data",)) inside make_train_step
 # base: solution
 # expect-fail: test-loss-and-gradient
-# expect-message: does it build its own mesh or assume the lesson's four devices?
+# expect-message: use the mesh and shardings the notebook defines, not a mesh of your own
 # %% cell train-step
 def loss(weights, features, labels):
     return jnp.mean(jnp.square(features @ weights - labels))
