@@ -13,17 +13,12 @@
 // Exit status 0 unless the browser failed.
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './common.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const manifest = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium(CHROMIUM);
 try {
   const page = await (await browser.newContext({ viewport: { width: 900, height: 900 } })).newPage();
   await page.goto(pathToFileURL(manifest.file).href, { waitUntil: 'load' });

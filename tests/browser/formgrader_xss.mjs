@@ -10,7 +10,7 @@
 // shown: expected texts found in the page's text content (the hostile values shown as data);
 // missing: expected texts not found; violations: Content-Security-Policy violations the page reported.
 import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './common.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const URL = process.env.SERVER_URL;
@@ -73,12 +73,7 @@ async function probe(context, { name, path, expect = [], ready }) {
 
 async function main() {
   const manifest = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   try {
     const context = await browser.newContext();
     const login = await context.newPage(); // the token logs the browser in (a cookie), as `jupyter lab` prints it

@@ -9,7 +9,7 @@
 // Exits 0 when every check passed; otherwise prints the failed check and leaves failure-*.png.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './common.mjs';
 
 const LAB_URL = required('LAB_URL');
 const TOKEN = required('LAB_TOKEN');
@@ -255,12 +255,7 @@ async function formgrader() {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   let step = 'login';
   try {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });

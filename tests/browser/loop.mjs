@@ -17,7 +17,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium, contentsApi } from './common.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -63,15 +63,7 @@ function gradebook() {
 }
 
 // The learner server's REST API (not a UI step): used to read files and, once, to write the long solutions.
-async function contents(method, route, body) {
-  const response = await fetch(`${LEARNER.url}/api/contents/${route}`, {
-    method,
-    headers: { Authorization: `token ${LEARNER.token}`, 'Content-Type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  check(response.ok, `${method} /api/contents/${route}: HTTP ${response.status}`);
-  return response.json();
-}
+const contents = contentsApi(LEARNER);
 
 async function shutDownLearnerKernels() {
   const headers = { Authorization: `token ${LEARNER.token}` };
@@ -331,12 +323,7 @@ const missing = [];
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   let step = 'login';
   try {
     instructor = await login(browser, INSTRUCTOR, '/formgrader');

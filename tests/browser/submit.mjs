@@ -9,7 +9,7 @@
 // done through the contents API as an editor's save would. Prints `SUBMIT-RESULT {json}` for the Python side.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium, contentsApi } from './common.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -27,15 +27,7 @@ const log = (message) => console.log(`[${((Date.now() - started) / 1000).toFixed
 const check = (condition, message) => { if (!condition) throw new Error(message); };
 let page;
 
-async function contents(method, route, body) {
-  const response = await fetch(`${LEARNER.url}/api/contents/${route}`, {
-    method,
-    headers: { Authorization: `token ${LEARNER.token}`, 'Content-Type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  check(response.ok, `${method} /api/contents/${route}: HTTP ${response.status}`);
-  return response.json();
-}
+const contents = contentsApi(LEARNER);
 
 async function openAssignmentList(workspace) {
   await page.goto(`${LEARNER.url}/lab/workspaces/${workspace}?reset`);
@@ -102,11 +94,7 @@ async function submitAndWait(nth) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   try {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     context.setDefaultTimeout(30_000);

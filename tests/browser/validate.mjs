@@ -12,7 +12,7 @@
 // the answer; exits 0 when every dialog appeared.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium, contentsApi } from './common.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -28,14 +28,7 @@ const started = Date.now();
 const log = (message) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${message}`);
 const check = (condition, message) => { if (!condition) throw new Error(message); };
 
-async function contents(method, relative, body) {
-  const response = await fetch(`${LAB.url}/api/contents/${relative}`, {
-    method, headers: { Authorization: `token ${LAB.token}`, 'Content-Type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  check(response.ok, `${method} /api/contents/${relative}: HTTP ${response.status}`);
-  return response.json();
-}
+const contents = contentsApi(LAB);
 
 async function validateCase(page, { name, content }, index) {
   await contents('PUT', FIXTURE.notebook, { type: 'notebook', format: 'json', content });
@@ -72,12 +65,7 @@ async function validateCase(page, { name, content }, index) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   let step = 'login';
   try {
     const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });

@@ -11,7 +11,7 @@
 // browser failed.
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './common.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SETTLE_MS = 1500; // onerror, onload, autofocus and meta refresh all fire well within this
@@ -64,12 +64,7 @@ async function probe(context, { file, allow = [] }) {
 
 async function main() {
   const manifest = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(CHROMIUM);
   try {
     const context = await browser.newContext();
     const report = {};
