@@ -11,7 +11,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -19,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_workflow import _free_port, _get  # the same loopback helpers as the other server tests
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTIFICATION = "@jupyterlab/apputils-extension:notification"
@@ -32,23 +32,6 @@ def _copy_course(dest: Path) -> Path:
         shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
     shutil.copy2(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     return dest
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _get(url: str, token: str) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except (urllib.error.URLError, OSError):
-        return 0, b""
 
 
 def _stop(process: subprocess.Popen) -> None:

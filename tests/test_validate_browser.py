@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -53,16 +52,9 @@ def grading_service(course, folder):
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+        from test_browser import _stop
+
+        _stop(process)
 
 
 @pytest.mark.slow
