@@ -273,7 +273,7 @@ def test_the_http_routes_bound_what_they_read_and_survive_a_failing_request(monk
     import urllib.error
     import urllib.request
     from grader.layout import Course
-    from grader.service import app, routes, validation
+    from grader.service import routes, validation
 
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {"grading": 0, "waiting": 0})
     server = routes.Server(("127.0.0.1", 0), routes.handler(fake))

@@ -103,7 +103,6 @@ def test_two_slow_validate_clients_do_not_lock_every_learner_out(monkeypatch):
     """The handler acquires one of the two judging slots and only then reads ``Content-Length`` bytes of body,
     each read waiting up to the 10 s socket timeout. Two connections that announce a large body and send one byte
     every few seconds hold both slots indefinitely; every other learner's Validate waits 5 s and gets 503."""
-    from http.server import ThreadingHTTPServer
 
     from grader.service import validation
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import queue
 import resource
 import shutil
