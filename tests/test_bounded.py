@@ -442,7 +442,7 @@ def test_a_grader_error_row_has_no_score_and_says_what_failed(one_submission, co
             test.points, test.passed, test.message = test.max_points, True, "passed"
         return tests
 
-    monkeypatch.setattr(batch, "_warm_kernel", fake_kernel)
+    monkeypatch.setattr(batch, "warm_kernel", fake_kernel)
     monkeypatch.setattr(batch, "run_in", fake_run_in)
     monkeypatch.setattr(pipeline, "judge_tests", all_tests_passed)
     monkeypatch.setattr(pipeline, "render", broken_render)
@@ -468,7 +468,7 @@ def test_a_kernel_that_does_not_start_is_retried_once_within_the_run(one_submiss
             raise RuntimeError("the kernel could not import the course libraries")
         return await fake_kernel(settings, zygote)
 
-    monkeypatch.setattr(batch, "_warm_kernel", flaky_kernel)
+    monkeypatch.setattr(batch, "warm_kernel", flaky_kernel)
     monkeypatch.setattr(batch, "run_in", fake_run_in)
     [result] = batch.grade_all(submitted, course, settings, workers=1)
     assert len(starts) == 2
@@ -483,7 +483,7 @@ def test_a_kernel_that_never_starts_is_an_infrastructure_error_not_the_learners(
         starts.append(1)
         raise RuntimeError("no free sandbox uid")
 
-    monkeypatch.setattr(batch, "_warm_kernel", no_kernel)
+    monkeypatch.setattr(batch, "warm_kernel", no_kernel)
     [result] = batch.grade_all(submitted, course, settings, workers=1)
     assert len(starts) == 2
     assert result.status is Status.GRADER_ERROR and result.reported_score is None

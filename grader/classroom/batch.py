@@ -168,7 +168,7 @@ class Progress:
               file=self.stream, flush=True)
 
 
-async def _warm_kernel(settings: Settings, zygote: Zygote | None):
+async def warm_kernel(settings: Settings, zygote: Zygote | None):
     """A confined kernel with the libraries imported, and the stack that frees it."""
     stack = contextlib.AsyncExitStack()
     try:
@@ -190,7 +190,7 @@ async def _execute(prepared, current: asyncio.Future, settings: Settings, zygote
     failures = []
     for attempt in (1, 2):
         if attempt == 2:
-            current = asyncio.ensure_future(_warm_kernel(settings, zygote))
+            current = asyncio.ensure_future(warm_kernel(settings, zygote))
         try:
             kernel, stack = await current
         except Exception as error:  # noqa: BLE001 - the kernel did not start: the grader's side, not the learner's
@@ -216,7 +216,7 @@ async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote
         phase = "recording the result"
         if prepared.notebook is None:
             return finish(prepared, None, course, settings)
-        current = take_kernel() if take_kernel else asyncio.ensure_future(_warm_kernel(settings, zygote))
+        current = take_kernel() if take_kernel else asyncio.ensure_future(warm_kernel(settings, zygote))
         phase = "running the notebook"
         execution = await _execute(prepared, current, settings, zygote)
         phase = "running the recorded programs"
@@ -229,7 +229,7 @@ async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote
         return _error_result(job, course, settings, prepared, phase)
 
 
-async def _discard(warm: asyncio.Future) -> None:
+async def discard_kernel(warm: asyncio.Future) -> None:
     """Stop a pre-started kernel nobody will use."""
     try:
         kernel, stack = await warm
@@ -252,8 +252,8 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
 
             def take_kernel():
                 nonlocal warm
-                current = warm or asyncio.ensure_future(_warm_kernel(settings, zygote))
-                warm = (asyncio.ensure_future(_warm_kernel(settings, zygote))
+                current = warm or asyncio.ensure_future(warm_kernel(settings, zygote))
+                warm = (asyncio.ensure_future(warm_kernel(settings, zygote))
                         if settings.prewarm and not jobs.empty() else None)
                 return current
 
@@ -262,7 +262,7 @@ async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report,
                 report(result)
     finally:
         if warm is not None:
-            await _discard(warm)
+            await discard_kernel(warm)
 
 
 def _error_result(job, course, settings, prepared, phase, infrastructure=None) -> NotebookResult | None:

@@ -117,6 +117,8 @@ class Service:
         """Decide up to ``MAX_PER_SCAN`` new folders, the accounts with the fewest decisions so far first (a learner
         who makes thousands of folders does not hold back everyone else's submissions)."""
         found = sorted(self._arrivals(), key=lambda a: (self.decided.get(a.owner, 0), a.name))
+        listed = {a.name for a in found}
+        self.first_seen = {name: t for name, t in self.first_seen.items() if name in listed}  # gone: not waited for
         taken = 0
         for arrival in found:
             if taken >= MAX_PER_SCAN:
@@ -303,7 +305,7 @@ class Service:
 
     def still_arriving(self) -> bool:
         """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""
-        return bool(self._arrivals())
+        return bool(self.first_seen)
 
     def idle(self) -> bool:
         with self.lock:

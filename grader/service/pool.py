@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from grader.classroom.batch import _discard, _warm_kernel, grade_job
+from grader.classroom.batch import discard_kernel, warm_kernel, grade_job
 from grader.layout import Course
 from grader.results import NotebookResult
 from grader.sandbox.zygote import Zygote
@@ -34,8 +34,6 @@ class Pool:
         self.course, self.settings = course, settings
         self.tasks: queue.Queue[Task | None] = queue.Queue()
         self.zygote = Zygote() if settings.fork_server else None
-        self.busy = 0
-        self._lock = threading.Lock()
         for assignment in course.assignments():
             load_rubric(course.rubric(assignment))  # import once, before threads race to do it
         self.threads = [threading.Thread(target=asyncio.run, args=(self._worker(),), daemon=True,
@@ -50,27 +48,22 @@ class Pool:
         return self.tasks.qsize()
 
     async def _worker(self) -> None:
-        warm = asyncio.ensure_future(_warm_kernel(self.settings, self.zygote))
+        warm = asyncio.ensure_future(warm_kernel(self.settings, self.zygote))
         try:
             while True:
                 task = await asyncio.to_thread(self.tasks.get)
                 if task is None:
                     return
-                with self._lock:
-                    self.busy += 1
 
                 def take_kernel():
                     nonlocal warm
-                    current, warm = warm, asyncio.ensure_future(_warm_kernel(self.settings, self.zygote))
+                    current, warm = warm, asyncio.ensure_future(warm_kernel(self.settings, self.zygote))
                     return current
 
                 try:
                     result = await grade_job(task.job, self.course, task.settings, self.zygote, take_kernel)
                 except BaseException:  # noqa: BLE001 - grade_job records its own failures; this is the last guard
                     result = None
-                finally:
-                    with self._lock:
-                        self.busy -= 1
                 try:
                     task.done(result)
                 except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
@@ -80,7 +73,7 @@ class Pool:
                     print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
                           f"{traceback.format_exc()}", file=sys.stderr, flush=True)
         finally:
-            await _discard(warm)
+            await discard_kernel(warm)
 
     def close(self) -> None:
         for _ in self.threads:
