@@ -35,7 +35,7 @@ def _parameter(text: str):
 
 
 def cmd_grade(args) -> int:
-    from grader.classroom.batch import grade_all
+    from grader.classroom.batch import check_students, grade_all
     from grader.submission.pipeline import Settings
     from grader.classroom.report import summary, table
 
@@ -57,20 +57,27 @@ def cmd_grade(args) -> int:
               args.max_result_bytes is not None)):
         print("grade: --tls-*, --insecure-cluster and --max-result-bytes apply only with --scheduler", file=sys.stderr)
         return 2
+    if args.student:  # every id checked before anything runs
+        try:
+            check_students(args.submissions.resolve(), args.student)
+        except (ValueError, OSError) as error:
+            print(f"grade: --student: {error}", file=sys.stderr)
+            return 2
     started = time.monotonic()
     if args.scheduler:
         from grader.classroom.cluster import grade_all_on_cluster
 
         results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
                                        security=security, insecure=args.insecure_cluster, only=args.assignment,
-                                       force=args.force, max_result_bytes=args.max_result_bytes)
+                                       force=args.force, max_result_bytes=args.max_result_bytes, students=args.student)
     else:
         results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
-                            only=args.assignment, force=args.force)
+                            only=args.assignment, force=args.force, students=args.student)
     if args.gradebook:
         from grader.nbgrader_adapter.db import export_grades
 
-        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), results, args.submissions.resolve())} notebooks written "
+        chosen = [r for r in results if not args.student or r.student_id in args.student]  # the others' rows stay
+        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())} notebooks written "
               f"to {args.gradebook}")
     manual = {}
     if args.gradebook:
@@ -291,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest executed notebook accepted from a worker (JSON characters); beyond it the "
                             "result is too_much_output (default: sent size + 16 x --max-output-bytes + 1 MiB)")
     grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    grade.add_argument("--student", action="append", metavar="ID",
+                       help="grade only this learner (repeatable); every other learner's results stay as they are")
     _limit_arguments(grade, defaults)
     grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
     grade.add_argument("--gradebook", metavar="DB_URL",

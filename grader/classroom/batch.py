@@ -66,8 +66,28 @@ def _reason(error: OSError) -> str:
     return error.strerror or type(error).__name__
 
 
-def discover(submissions: Path, course: Course, only: list[str] | None = None) -> tuple[list[Job], list[NotebookResult]]:
-    """Jobs to grade, plus results for folders that cannot be graded at all (one per folder, with the reason)."""
+def check_students(submissions: Path, students: list[str]) -> None:
+    """Raise ValueError, naming the learners there are, unless every id of ``students`` follows the course's id
+    rule and has a folder in ``submissions``."""
+    for student in students:
+        if not valid_id(student):
+            raise ValueError(identifiers.refusal("student id", shown_name(student), student))
+    present = [e.name for e in _entries(submissions)
+               if e.name not in PASSED_OVER and (e.is_dir(follow_symlinks=False) or e.is_symlink())]
+    unknown = [s for s in dict.fromkeys(students) if s not in present]
+    if unknown:
+        names = [shown_name(n) for n in present if valid_id(n)]
+        there = ", ".join(names[:30]) + (f", ... ({len(names)} in all)" if len(names) > 30 else "") or "none"
+        raise ValueError(f"{', '.join(repr(s) for s in unknown)}: no such learner in {submissions} "
+                         f"(the learners there: {there})")
+
+
+def discover(submissions: Path, course: Course, only: list[str] | None = None,
+             students: list[str] | None = None) -> tuple[list[Job], list[NotebookResult]]:
+    """Jobs to grade, plus results for folders that cannot be graded at all (one per folder, with the reason);
+    with ``students``, only those learners' folders (:func:`check_students` first), every other one untouched."""
+    if students:
+        check_students(submissions, students)
     jobs: list[Job] = []
     rejected: list[NotebookResult] = []
     known = course.assignments()
@@ -87,7 +107,7 @@ def discover(submissions: Path, course: Course, only: list[str] | None = None) -
             manual_max_score=manual))
 
     for student in _entries(submissions):
-        if student.name in PASSED_OVER:
+        if student.name in PASSED_OVER or (students and student.name not in students):
             continue
         shown = shown_name(student.name)
         where = f"submitted/{shown}"
@@ -277,9 +297,10 @@ def _error_result(job, course, settings, prepared, phase, infrastructure=None) -
 
 
 def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: list[str] | None = None,
-                force: bool = False) -> tuple[list[Job], Progress]:
-    """The jobs still to grade; unusable folders and results kept from an earlier run are recorded now."""
-    jobs, rejected = discover(submissions, course, only)
+                force: bool = False, students: list[str] | None = None) -> tuple[list[Job], Progress]:
+    """The jobs still to grade (of ``students`` only, when given); unusable folders and results kept from an
+    earlier run are recorded now."""
+    jobs, rejected = discover(submissions, course, only, students)
     for result in rejected:
         book.save(result, None)
     todo, progress = [], Progress(len(jobs))
@@ -325,9 +346,12 @@ def default_workers() -> int:
 
 
 def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
-              only: list[str] | None = None, force: bool = False) -> list[NotebookResult]:
+              only: list[str] | None = None, force: bool = False,
+              students: list[str] | None = None) -> list[NotebookResult]:
+    """Grade what is outstanding (``students``: only these learners, every other stored result untouched) and
+    rebuild grades.csv and results.json from every stored result."""
     book = Gradebook(settings.out)
-    todo, progress = outstanding(submissions, course, book, only=only, force=force)
+    todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
     workers = max(1, min(workers or default_workers(), len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
     for job in todo:

@@ -210,7 +210,7 @@ def programs_from(payload, declared: list) -> dict:
 
 def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, scheduler, *,
                          security=None, insecure: bool = False, only: list[str] | None = None, force: bool = False,
-                         max_result_bytes: int | None = None) -> list[NotebookResult]:
+                         max_result_bytes: int | None = None, students: list[str] | None = None) -> list[NotebookResult]:
     """Like :func:`grader.classroom.batch.grade_all`, with the executions on the Dask cluster at ``scheduler``.
 
     ``scheduler`` is an address (``tls://HOST:PORT``) or a ``distributed.Client``-compatible
@@ -218,13 +218,13 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
     client's ``distributed.Security`` (:func:`client_security`; a cluster object brings its own).
     Anything but mutual TLS raises :class:`InsecureCluster`, unless ``insecure``. An executed
     notebook longer than ``max_result_bytes`` characters (default: :func:`result_cap`) comes
-    back as ``too_much_output``.
+    back as ``too_much_output``. ``students``: only these learners (as in ``grade_all``).
     """
     check_transport(scheduler, security, insecure=insecure)
     from distributed import Client, as_completed
 
     book = Gradebook(settings.out)
-    todo, progress = outstanding(submissions, course, book, only=only, force=force)
+    todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
     limits = asdict(settings.limits)
 
     if todo:
