@@ -70,6 +70,17 @@ c.GenerateFeedback.preprocessors = []
 c.GenerateFeedback.exporter_class = ProjectFeedback
 c.ProjectAutograde.course_root = c.CourseDirectory.root
 c.ProjectFeedback.course_root = c.CourseDirectory.root
+# Late submissions (docs/how-to/deadlines-and-lms.md): nbgrader's AssignLatePenalties plugin, the course's policy of
+# a share of the earned points per started day late. The grader reads these settings from this file (no copy);
+# with no due date (nbgrader's gradebook: `nbgrader db assignment add A --duedate=...`, or c.Deadlines.duedates
+# below) nothing is late. nbgrader's own methods: c.PerDayPenalty.penalty_method = "zero" (or "none").
+from grader.nbgrader_adapter.late import PerDayPenalty  # noqa: E402
+
+c.AssignLatePenalties.plugin_class = PerDayPenalty
+c.PerDayPenalty.percent_per_day = 10.0  # of the earned points, per started day after the due date and the grace
+c.PerDayPenalty.grace_minutes = 15.0
+c.PerDayPenalty.max_percent = 100.0
+# c.Deadlines.duedates = {"sharded_step": "2026-12-08 12:00:00 UTC"}  # a due date in the gradebook wins
 # `nbgrader export` writes its own file; grades.csv is the grader's (other columns).
 c.ExportPlugin.to = "nbgrader_grades.csv"
 

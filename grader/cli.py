@@ -79,13 +79,14 @@ def cmd_grade(args) -> int:
         chosen = [r for r in results if not args.student or r.student_id in args.student]  # the others' rows stay
         print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())} notebooks written "
               f"to {args.gradebook}")
-    manual = {}
-    if args.gradebook:
-        from grader.nbgrader_adapter.manual_grades import points, refresh
+    from grader.nbgrader_adapter.manual_grades import refreshed
 
-        results, hand = refresh(settings.out, args.gradebook)  # grades already entered by hand stay in the tables
-        manual = {key: points(grades) for key, grades in hand.items()}
-    print(table(results, manual))
+    try:  # grades already entered by hand stay in the tables; late penalties where a due date is set
+        results, manual, late = refreshed(settings.out, args.gradebook)
+    except ValueError as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 2
+    print(table(results, manual, late))
     print(summary(results, time.monotonic() - started))
     print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
           f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
@@ -236,12 +237,16 @@ def cmd_execute(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from grader.nbgrader_adapter.manual_grades import default_db, points, refresh
+    from grader.nbgrader_adapter.manual_grades import default_db, refreshed
     from grader.classroom.report import table
 
     db_url = args.gradebook or default_db(args.out)
-    results, manual = refresh(args.out, db_url)  # hand grades from formgrader into grades.csv and feedback
-    print(table(results, {key: points(grades) for key, grades in manual.items()}))
+    try:  # hand grades from formgrader and late penalties into grades.csv and feedback
+        results, manual, late = refreshed(args.out, db_url)
+    except ValueError as error:
+        print(f"report: {error}", file=sys.stderr)
+        return 2
+    print(table(results, manual, late))
     return 0
 
 

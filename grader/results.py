@@ -45,6 +45,8 @@ class NotebookResult:
     tampering: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    submitted_at: str | None = None  # when it was submitted, UTC, nbgrader's form (grader.submission.timestamps)
+    submitted_note: str = ""  # why there is no submission time (an unreadable or absurd timestamp.txt)
 
     @property
     def score(self) -> float:
@@ -74,3 +76,17 @@ class NotebookResult:
         data["status"] = Status(data["status"])
         data["tests"] = [TestResult(**t) for t in data.get("tests", [])]
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class LatePenalty:
+    """Points taken off a late notebook (``grader.nbgrader_adapter.late``): a share of the points it earned."""
+
+    points: float  # taken off the total
+    earned: float  # the points the penalty is a share of (autograded, plus hand grades once all are in)
+    seconds_late: float  # after the due date (0: on time)
+    due: str  # the due date, "YYYY-MM-DD HH:MM UTC"
+    message: str  # in plain words, for the learner and the instructor
+
+    def to_dict(self) -> dict:
+        return asdict(self)

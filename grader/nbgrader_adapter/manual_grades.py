@@ -3,7 +3,8 @@
 The grader scores the autograded tests; the free-text answers are graded by the instructor in
 formgrader, which stores them in nbgrader's database. This module reads them back so that
 ``grades.csv`` (``manual_score``, ``total_score``), ``python -m grader report`` and the learner's
-feedback page show them, without regrading anything.
+feedback page show them, without regrading anything. A late penalty is a share of the earned points, so it is
+computed again here, with the hand grades (``grader.nbgrader_adapter.late``).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import nbformat
 
+from grader.layout import Course
+from grader.nbgrader_adapter import late as deadlines
 from grader.submission.feedback import render
 from grader.submission.gradebook import Gradebook
 from grader.results import NotebookResult
@@ -61,30 +64,61 @@ def default_db(out: Path) -> str | None:
     return f"sqlite:///{path.resolve()}" if path.exists() else None
 
 
-def feedback_page(root: Path, student: str, assignment: str, notebook: str, db_url: str | None) -> str | None:
-    """The learner's feedback page for one notebook, from the grader's stored result and the hand-graded
-    answers; None if the grader never graded it."""
-    book = Gradebook(root)
-    result = book.stored(student, assignment, notebook)
+def _root(root: Path | None) -> Path:
+    return root or Course.default().root
+
+
+def feedback_page(root: Path, student: str, assignment: str, notebook: str, db_url: str | None,
+                  course_root: Path | None = None) -> str | None:
+    """The learner's feedback page for one notebook, from the grader's stored result, the hand-graded answers and
+    the late penalty; None if the grader never graded it."""
+    result = Gradebook(root).stored(student, assignment, notebook)
     if result is None:
         return None
-    autograded = book.autograded_path(student, assignment, notebook)
+    key = (student, assignment, notebook)
+    manual = read_manual(db_url, [result]).get(key)
+    penalty = deadlines.penalties([result], {key: points(manual)}, db_url, _root(course_root)).get(key)
+    return _page(Gradebook(root), result, manual, penalty)
+
+
+def _page(book: Gradebook, result: NotebookResult, manual, penalty) -> str:
+    autograded = book.autograded_path(result.student_id, result.assignment_id, result.notebook)
     executed = nbformat.read(autograded, as_version=4) if autograded.exists() else None
-    manual = read_manual(db_url, [result]).get((student, assignment, notebook))
-    return render(result, executed, manual=manual)
+    return render(result, executed, manual=manual, late=penalty)
 
 
-def refresh(out: Path, db_url: str | None) -> tuple[list[NotebookResult], dict]:
-    """Rewrite grades.csv, results.json and the feedback pages of hand-graded notebooks with the hand grades."""
+def current(out: Path, db_url: str | None, course_root: Path | None = None):
+    """(results, hand-graded cells, points by hand, late penalties) of the grading output ``out``, as they stand."""
+    results = Gradebook(out).all_results()
+    manual = read_manual(db_url, results)
+    by_hand = {key: points(grades) for key, grades in manual.items()}
+    return results, manual, by_hand, deadlines.penalties(results, by_hand, db_url, _root(course_root))
+
+
+def _refresh(out: Path, db_url: str | None, course_root: Path | None):
     from grader.submission.gradebook import atomic_write
 
     book = Gradebook(out)
-    results = book.all_results()
-    manual = read_manual(db_url, results)
-    book.write_tables(results, {key: points(grades) for key, grades in manual.items()})
-    for (student, assignment, notebook), grades in manual.items():
-        if any(g.score is not None or g.comment for g in grades):
-            page = feedback_page(out, student, assignment, notebook, db_url)
-            if page is not None:
-                atomic_write(book.feedback_path(student, assignment, notebook), page)
+    results, manual, by_hand, late = current(out, db_url, course_root)
+    book.write_tables(results, by_hand, late)
+    if db_url and late:
+        deadlines.store(db_url, late)
+    touched = {key for key, grades in manual.items() if any(g.score is not None or g.comment for g in grades)}
+    by_key = {(r.student_id, r.assignment_id, r.notebook): r for r in results}
+    for key in sorted(touched | set(late)):
+        atomic_write(book.feedback_path(*key), _page(book, by_key[key], manual.get(key), late.get(key)))
+    return results, manual, by_hand, late
+
+
+def refreshed(out: Path, db_url: str | None, course_root: Path | None = None):
+    """Rewrite grades.csv, results.json and the feedback pages of hand-graded or late notebooks with the hand grades
+    and the late penalties (into nbgrader's gradebook too, where formgrader shows them); return (results, points by
+    hand, late penalties). Raises ValueError, naming it, on a due date that is not a date."""
+    results, _, by_hand, late = _refresh(out, db_url, course_root)
+    return results, by_hand, late
+
+
+def refresh(out: Path, db_url: str | None, course_root: Path | None = None) -> tuple[list[NotebookResult], dict]:
+    """As ``refreshed``; returns (results, the hand-graded cells of each notebook)."""
+    results, manual, _, _ = _refresh(out, db_url, course_root)
     return results, manual

@@ -37,6 +37,7 @@ from grader.service.attempts import Attempt, Ledger, Policy, Refusals, counting,
 from grader.service.routes import Server, handler
 from grader.service.pool import Pool, Task
 from grader.submission.gradebook import Gradebook, path_part
+from grader.submission import timestamps
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
 from grader.submission.pipeline import Job, Settings, notebook_name
 
@@ -166,11 +167,16 @@ class Service:
                       / f"{number:03d}-{path_part(arrival.name)[:40]}")
             submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
             shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
-            exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), arrival.timestamp, submitted,
-                                   MAX_NOTEBOOK_BYTES)
+            # Due dates: the later of the learner's time and the service's own, so an edited timestamp.txt (or folder
+            # name) cannot backdate a submission. It arrived when first seen (a folder waiting for its secret).
+            seen = now - (time.monotonic() - self.first_seen[arrival.name]) if arrival.name in self.first_seen else now
+            stamp, note = timestamps.later_of(arrival.timestamp, seen)
+            exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), stamp, submitted, MAX_NOTEBOOK_BYTES)
+        if note:
+            print(f"serve: {arrival.name!r}: {note}", file=sys.stderr, flush=True)
         job = Job(arrival.student_id, arrival.assignment_id, submitted)
         settings = dataclasses.replace(self.settings, out=folder)
-        self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result)))
+        self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result, note)))
         return True
 
     def _refuse(self, arrival: exchange.Arrival, now: float, reason: str, secret: str | None) -> None:
@@ -210,7 +216,7 @@ class Service:
 
     # -- 4: the learner's page ------------------------------------------------------------------------------------
     def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
-                 result: NotebookResult | None) -> None:
+                 result: NotebookResult | None, note: str = "") -> None:
         key = (arrival.student_id, arrival.assignment_id)
         notebook = Path(notebook_name(arrival.assignment_id)).stem
         graded = result is not None and result.status is not Status.GRADER_ERROR  # our failure costs no attempt
@@ -234,6 +240,8 @@ class Service:
         else:
             lines.append("The grader failed on its side; this attempt is not counted against your limit. "
                          "Submit again, or tell your instructor if it happens twice.")
+        lines += [note[:1].upper() + note[1:] + "."] if note else []
+        lines += self._late(result) if graded else []
         feedback = Gradebook(folder).feedback_path(arrival.student_id, arrival.assignment_id, notebook_name(
             arrival.assignment_id))
         try:
@@ -248,6 +256,19 @@ class Service:
               f"{attempt.status} {'-' if attempt.score is None else f'{attempt.score:g}'}/"
               f"{'-' if attempt.max_score is None else f'{attempt.max_score:g}'}, feedback released "
               f"{time.time() - arrived:.1f} s after it arrived", file=sys.stderr, flush=True)
+
+    def _late(self, result: NotebookResult) -> list[str]:
+        """The due date and what being late costs this attempt (``grader.nbgrader_adapter.late``), for the banner."""
+        from grader.nbgrader_adapter.late import penalties
+
+        key = (result.student_id, result.assignment_id, result.notebook)
+        try:
+            penalty = penalties([result], {}, self.options.gradebook, self.course.root).get(key)
+        except Exception as error:  # noqa: BLE001 - a bad due date in the configuration never withholds a page
+            print(f"serve: the late penalty could not be decided ({type(error).__name__}: {error})", file=sys.stderr,
+                  flush=True)
+            return ["Whether this submission is late could not be decided; your instructor has been told."]
+        return [penalty.message] if penalty else []
 
     # -- 5: the gradebook, off the learner's path ------------------------------------------------------------------
     def _keep_books(self) -> None:
@@ -287,7 +308,6 @@ class Service:
                     shutil.copyfile(source, target)
         if self.options.gradebook:
             from grader.nbgrader_adapter.db import export_grades
-            from grader.nbgrader_adapter.manual_grades import refresh
 
             import tempfile
 
@@ -299,9 +319,9 @@ class Service:
                     if stamp.is_file() and not stamp.is_symlink():
                         shutil.copyfile(stamp, where / "timestamp.txt")
                 export_grades(self.options.gradebook, self.course, [r for _, r in items], Path(stamps))
-            refresh(self.options.out, self.options.gradebook)  # rebuilds the tables with the hand grades
-        else:
-            book.write_tables(book.all_results())
+        from grader.nbgrader_adapter.manual_grades import refresh
+
+        refresh(self.options.out, self.options.gradebook, self.course.root)  # with hand grades and late penalties
 
     def still_arriving(self) -> bool:
         """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""

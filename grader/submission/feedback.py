@@ -149,6 +149,19 @@ def _header(result: NotebookResult, executed, manual, text: _Text) -> list[str]:
     return [f"<p class='status'>Status: <b>{text(status)}</b>. {text(result.message)}</p>", f"<p>{score}.</p>"]
 
 
+def _late_html(result: NotebookResult, late, pending: bool, text: _Text) -> list[str]:
+    """The due date and what being late cost (``grader.results.LatePenalty``), in plain words."""
+    if late is None:
+        return []
+    line = text(late.message)
+    if late.points:
+        most = result.max_score + result.manual_max_score
+        line += f" Total after the penalty: <b>{round(late.earned - late.points, 6):g} / {most:g}</b>."
+        if pending:
+            line += " It is computed again, on all your points, when your written answers are graded."
+    return [f"<p class='late'>{line}</p>"]
+
+
 def _shown_outputs(cell, index: int, first_hidden: int, hidden_last: bool, text: _Text) -> str:
     """A cell's outputs as the learner may see them (see the module's docstring)."""
     outputs = cell.get("outputs", [])
@@ -160,8 +173,9 @@ def _shown_outputs(cell, index: int, first_hidden: int, hidden_last: bool, text:
     return "".join(_output_html(o, text) for o in outputs)
 
 
-def render(result: NotebookResult, executed, manual=None) -> str:
-    """The learner's page; ``manual``: the hand-graded answers read back from nbgrader's gradebook, if any."""
+def render(result: NotebookResult, executed, manual=None, late=None) -> str:
+    """The learner's page; ``manual``: the hand-graded answers read back from nbgrader's gradebook, if any; ``late``:
+    the notebook's late penalty (``grader.results.LatePenalty``), when its assignment has a due date."""
     text = _Text(executed)
     by_test = {t.grade_id: t for t in result.tests}
     parts = [
@@ -170,6 +184,8 @@ def render(result: NotebookResult, executed, manual=None) -> str:
         f"<title>Feedback: {text(result.assignment_id)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{text(result.assignment_id)} · {text(result.student_id)}</h1>",
         *_header(result, executed, manual, text),
+        *_late_html(result, late, bool(result.manual_max_score) and (not manual or any(g.score is None for g in manual)),
+                    text),
         "<table><tr><th>test</th><th>points</th><th>result</th></tr>",
     ]
     for test in result.tests:

@@ -23,14 +23,14 @@ import tempfile
 from pathlib import Path
 
 from grader.submission.intake import escape_controls
-from grader.results import NotebookResult, Status
+from grader.results import LatePenalty, NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept
 ATTEMPTS = "grader_attempts"
 
 CSV_COLUMNS = [
     "student_id", "assignment_id", "notebook", "score", "max_score",
-    "manual_score", "manual_max_score", "status", "message", "flags", "tampering", "total_score",
+    "manual_score", "manual_max_score", "status", "message", "flags", "tampering", "late_penalty", "total_score",
 ]
 
 
@@ -58,6 +58,13 @@ def path_part(name: str) -> str:
             and name.isprintable() and len(encoded) <= 200:
         return name
     return "~" + hashlib.sha256(encoded).hexdigest()[:32]
+
+
+def spreadsheet_cell(text: str) -> str:
+    """A CSV cell as a spreadsheet shows it, never runs it: control characters escaped, and a leading
+    ``= + - @`` (a formula in Excel, LibreOffice and Sheets) quoted by an apostrophe, as OWASP advises."""
+    text = escape_controls(str(text))  # (ids arrive escaped already: backslashes stay as they are)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 class Gradebook:
@@ -135,21 +142,22 @@ class Gradebook:
 
     @staticmethod
     def _cell(text: str) -> str:
-        """A CSV cell as a spreadsheet shows it, never runs it: control characters escaped, and a leading
-        ``= + - @`` (a formula in Excel, LibreOffice and Sheets) quoted by an apostrophe, as OWASP advises."""
-        text = escape_controls(str(text))  # (ids arrive escaped already: backslashes stay as they are)
-        return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+        return spreadsheet_cell(text)
 
-    def write_tables(self, results: list[NotebookResult], manual: dict | None = None) -> None:
+    def write_tables(self, results: list[NotebookResult], manual: dict | None = None,
+                     late: dict[tuple[str, str, str], LatePenalty] | None = None) -> None:
         """grades.csv and results.json; ``manual`` maps (student, assignment, notebook) to the points graded by
-        hand (``grader.nbgrader_adapter.manual_grades``), None where some are still to grade."""
-        manual = manual or {}
+        hand (``grader.nbgrader_adapter.manual_grades``), None where some are still to grade; ``late`` to the late
+        penalty of a notebook with a due date (``grader.nbgrader_adapter.late``)."""
+        manual, late = manual or {}, late or {}
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()
+        stable = []
         for r in results:
-            by_hand = manual.get((r.student_id, r.assignment_id, r.notebook))
-            complete = r.reported_score is not None and (by_hand is not None or not r.manual_max_score)
+            key = (r.student_id, r.assignment_id, r.notebook)
+            by_hand, penalty = manual.get(key), late.get(key)
+            total = total_score(r, by_hand, penalty)
             cell = self._cell
             writer.writerow({
                 "student_id": cell(r.student_id), "assignment_id": cell(r.assignment_id), "notebook": cell(r.notebook),
@@ -157,8 +165,21 @@ class Gradebook:
                 "manual_score": "" if by_hand is None else f"{by_hand:g}", "manual_max_score": f"{r.manual_max_score:g}",
                 "status": r.status.value, "message": cell(r.message),
                 "flags": cell(" | ".join(r.flags)), "tampering": cell(" | ".join(r.tampering)),
-                "total_score": f"{r.reported_score + (by_hand or 0):g}" if complete else "",
+                "late_penalty": "" if penalty is None else f"{penalty.points:g}",
+                "total_score": "" if total is None else f"{total:g}",
             })
+            row = {k: v for k, v in r.to_dict().items() if k != "seconds"}
+            row["late"] = None if penalty is None else penalty.to_dict()
+            row["late_penalty"] = 0.0 if penalty is None else penalty.points
+            row["total_score"] = total
+            stable.append(row)
         atomic_write(self.out / "grades.csv", buffer.getvalue())
-        stable = [{k: v for k, v in r.to_dict().items() if k != "seconds"} for r in results]
         atomic_write(self.out / "results.json", json.dumps(stable, indent=1, sort_keys=True))
+
+
+def total_score(result: NotebookResult, by_hand: float | None, penalty: LatePenalty | None) -> float | None:
+    """The notebook's total after hand grades and the late penalty; None until every answer is graded by hand
+    (or when the grader failed)."""
+    if result.reported_score is None or (by_hand is None and result.manual_max_score):
+        return None
+    return round(result.reported_score + (by_hand or 0.0) - (penalty.points if penalty else 0.0), 6)

@@ -30,7 +30,7 @@ import coursekit
 
 from grader import cells
 
-from grader.submission import intake, order, restore, scan
+from grader.submission import intake, order, restore, scan, timestamps
 from grader.submission.feedback import render
 from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
 from grader.submission.judge import Evidence, Verdict, load_rubric
@@ -106,6 +106,7 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     name = notebook_name(job.assignment_id)
     source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
     result = _skeleton(job, source)
+    result.submitted_at, result.submitted_note = timestamps.read(job.folder)  # due dates: grader.nbgrader_adapter.late
     sha256 = None
     try:
         submission = intake.read(intake.locate(job.folder, name), deadline)

@@ -1,0 +1,81 @@
+"""When a submission was made: nbgrader's ``timestamp.txt``, read as the learner's word, and the service's clock.
+
+nbgrader's ``submit`` writes the learner's own clock into ``timestamp.txt`` (``2026-12-01 19:30:00.123456 UTC``,
+``Exchange.timestamp_format``) and ``collect`` keeps it: on the collect path it is what the learner's machine said,
+as in stock nbgrader. The grading service also sees each folder arrive on its own clock; ``later_of`` takes the later
+of the two, so a learner who edits ``timestamp.txt`` to a time before the due date gains nothing there.
+
+A timestamp that cannot be read, or that is absurd (before ``EARLIEST`` or later than the moment it is read, with
+``FUTURE_SLACK_S`` for clocks that differ), gives no time and a note that says why, never an exception.
+"""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from grader.submission.intake import read_small_text, shown_name
+
+FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's default Exchange.timestamp_format, in UTC
+EARLIEST = datetime.datetime(2000, 1, 1)
+FUTURE_SLACK_S = 3600.0  # a learner's clock may run ahead of the grader's by this much
+SHOWN_CHARS = 60
+
+
+class BadTimestamp(ValueError):
+    """A timestamp that says no usable time; its text says why, in the learner's and instructor's words."""
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def parse(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
+    """nbgrader's timestamp as a naive UTC datetime (nbgrader's ``parse_utc``); raises ``BadTimestamp``."""
+    from nbgrader.utils import parse_utc
+
+    shown = shown_name(str(text).strip()[:SHOWN_CHARS])
+    try:
+        when = parse_utc(str(text).strip())
+    except (ValueError, OverflowError, TypeError, AttributeError) as error:
+        raise BadTimestamp(f"the submission's time {shown!r} in timestamp.txt is not a date and time "
+                           f"({type(error).__name__})") from None
+    if when is None or when < EARLIEST:
+        raise BadTimestamp(f"the submission's time {shown!r} in timestamp.txt is before {EARLIEST:%Y}: not a real "
+                           "submission time")
+    now = now or utc_now()
+    if (when - now).total_seconds() > FUTURE_SLACK_S:
+        raise BadTimestamp(f"the submission's time {shown!r} in timestamp.txt is later than the time it was read "
+                           f"({now:%Y-%m-%d %H:%M} UTC): not a real submission time")
+    return when
+
+
+def show(when: datetime.datetime) -> str:
+    """nbgrader's form of a naive UTC time."""
+    return when.strftime(FORMAT)
+
+
+def read(folder: Path, now: datetime.datetime | None = None) -> tuple[str | None, str]:
+    """(the submission time in nbgrader's form, or None; a note when there is none): ``folder/timestamp.txt``."""
+    text = read_small_text(folder / "timestamp.txt")
+    if text is None:
+        return None, "the submission has no readable timestamp.txt: its submission time is unknown"
+    try:
+        return show(parse(text, now)), ""
+    except BadTimestamp as bad:
+        return None, f"{bad}: its submission time is unknown"
+
+
+def later_of(learner: str | None, arrived: float) -> tuple[str, str]:
+    """The submission time the service records: the later of the learner's ``timestamp.txt`` (or folder name) and
+    ``arrived``, the service's own clock when the folder arrived (seconds since the epoch). Returns (the time in
+    nbgrader's form, a note when the learner's time was not used)."""
+    seen = datetime.datetime.fromtimestamp(arrived, datetime.timezone.utc).replace(tzinfo=None)
+    if not learner:
+        return show(seen), "the submission carries no time of its own: the time it reached the grading service counts"
+    try:
+        claimed = parse(learner, seen)
+    except BadTimestamp as bad:
+        return show(seen), f"{bad}; the time it reached the grading service counts"
+    if claimed < seen:
+        return show(seen), ""  # the usual case: submitted, then seen a moment later
+    return show(claimed), ""
