@@ -247,6 +247,13 @@ def cmd_report(args) -> int:
         print(f"report: {error}", file=sys.stderr)
         return 2
     print(table(results, manual, late))
+    if args.html:
+        from grader.classroom import class_data, class_page
+        from grader.submission.gradebook import Gradebook
+
+        timed = Gradebook(args.out).all_results()  # results/ keep each notebook's grading time; results.json does not
+        summary = class_data.summarize(timed, manual, late)
+        print(f"class report: {class_page.write(summary, args.out)}")
     return 0
 
 
@@ -373,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the gradebook of a grading output folder")
     report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--html", action="store_true",
+                        help="also write the class report, OUT/class-report/index.html, and its tables as CSV")
     report.add_argument("--gradebook", metavar="DB_URL",
                         help="nbgrader database with the grades entered by hand (default: OUT/gradebook.db if present)")
     report.set_defaults(run=cmd_report)

@@ -39,6 +39,10 @@ from grader.submission.mistakes import (Mistake, denominator_mistakes, diagnose,
 _PLAIN_SHARDING = re.compile(r"\{[a-z_]*(=\[[0-9,]{1,20}\](<=\[[0-9,]{1,12}\](T\([0-9,]{1,12}\))?)?)?( last_tile_dim_replicate)?\}")
 
 
+# What a test says of a value its cell never recorded: the notebook stopped before it (an unfinished TODO, an
+# earlier error). The class report counts these apart from the mistakes of learners who got that far.
+NOT_REACHED = "no value was recorded (the test stopped before reaching it)"
+
 class Mismatch(AssertionError):
     """A recorded value is missing or differs from the reference."""
 
@@ -112,7 +116,7 @@ class Evidence:
         if key in self._broken:
             raise Mismatch(f"{name}: recorded more than once or malformed; the test cell must run unmodified")
         if key not in self._records:
-            raise Mismatch(f"{name}: no value was recorded (the test stopped before reaching it)")
+            raise Mismatch(f"{name}: {NOT_REACHED}")
         recorded = self._records[key]
         if recorded.kind == "rejected":
             # Not the object's type name: a learner class can be named with any text (hidden-test source included).
