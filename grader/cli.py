@@ -7,6 +7,7 @@
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
     report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
+    export    --out DIR --canvas FILE [--moodle FILE]     the totals as an LMS's grade-import CSV
     workspace                                             copy new assignments into workspace/ (never replaces)
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
@@ -257,6 +258,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from grader.nbgrader_adapter.lms import export_command
+
+    return export_command(args.out, args.gradebook, args.roster, args.canvas, args.moodle, args.canvas_id)
+
+
 def cmd_workspace(args) -> int:
     from grader.course.workspace import seed, workspace_dir
 
@@ -385,6 +392,15 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--gradebook", metavar="DB_URL",
                         help="nbgrader database with the grades entered by hand (default: OUT/gradebook.db if present)")
     report.set_defaults(run=cmd_report)
+
+    export = sub.add_parser("export", help="the totals (after hand grades and late penalties) as an LMS's grade-import CSV")
+    export.add_argument("--out", type=Path, required=True, help="the grading output folder")
+    export.add_argument("--canvas", type=Path, metavar="FILE", help="write Canvas's gradebook-import CSV here")
+    export.add_argument("--moodle", type=Path, metavar="FILE", help="write Moodle's grade-import CSV here")
+    export.add_argument("--gradebook", metavar="DB_URL", help="nbgrader database (default: OUT/gradebook.db if present)")
+    export.add_argument("--roster", type=Path, metavar="CSV", help="roster CSV (default: the gradebook's students)")
+    export.add_argument("--canvas-id", action="append", default=[], metavar="ASSIGNMENT=ID", help="(repeatable)")
+    export.set_defaults(run=cmd_export)
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
     workspace.set_defaults(run=cmd_workspace)
