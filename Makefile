@@ -24,6 +24,7 @@ demo: $(STAMP)
 	$(PY) -m grader samples
 	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(CURDIR)/gradebook.db
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
+	@$(PY) -m grader report --out $(GRADING) --html > /dev/null && echo "class report: $(abspath $(GRADING))/class-report/index.html"
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
@@ -61,4 +62,4 @@ samples: $(STAMP)
 	$(PY) -m grader samples
 
 clean-grading:
-	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache
+	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache class-report
