@@ -165,6 +165,14 @@ def test_learner_server_reaches_only_the_workspace_and_instructor_server_has_for
                       "/static/jupyter_server_mathjax/extensions/Safe.js"):
             status, body = instructor.get(asset)
             assert status == 200 and b"MathJax" in body, asset
+        # every formgrader page links the class report (report --html), which the server then serves
+        from grader.classroom import class_data, class_page
+
+        status, body = instructor.get("/formgrader/manage_assignments")
+        assert status == 200 and b"/files/class-report/index.html" in body and b"Class report" in body
+        class_page.write(class_data.summarize([]), course.root)
+        status, body = instructor.get("/files/class-report/index.html")
+        assert status == 200 and b"<h1>Class report</h1>" in body
     finally:
         instructor.stop()
 

@@ -88,6 +88,9 @@
           <li role="presentation"><a href="{{ base_url }}/formgrader/gradebook">Gradebook</a></li>
           <li role="presentation"><a href="{{ base_url }}/formgrader/manage_students">Manage Students</a></li>
           {%- endblock -%}
+          {#- The course's class report (python -m grader report --html), on every formgrader page. -#}
+          <li role="presentation"><a href="{{ base_url }}/files/class-report/index.html" target="_blank"
+                                     rel="noopener">Class report</a></li>
         </ul>
       </div>
       <div class="col-md-10">
