@@ -12,10 +12,10 @@ import tempfile
 from pathlib import Path
 
 from nbgrader.api import Gradebook
-from nbgrader.utils import parse_utc
 
 from grader import identifiers
 from grader.course.generate import generate
+from grader.submission import timestamps
 from grader.submission.intake import read_small_text
 from grader.layout import Course
 from grader.results import NotebookResult
@@ -25,13 +25,14 @@ def _submitted_at(submissions: Path | None, student: str, assignment: str):
     """The submission time nbgrader's ``submit`` wrote and ``collect`` kept (``timestamp.txt``), or None.
 
     The file travels with the learner's submission, so it is read like one (``intake.read_small_text``: a small
-    regular file, never through a link, never blocking); its date is the learner's word, as in nbgrader."""
+    regular file, never through a link, never blocking); its date is the learner's word, as in nbgrader, read by
+    ``timestamps.parse`` (a time zone that names a file, an absurd date: None)."""
     if submissions is None:
         return None
     text = read_small_text(submissions / student / assignment / "timestamp.txt")
     try:
-        return parse_utc(text.strip()) if text else None
-    except (ValueError, OverflowError, TypeError):
+        return timestamps.parse(text) if text else None
+    except timestamps.BadTimestamp:
         return None
 
 

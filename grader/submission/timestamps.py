@@ -6,11 +6,15 @@ as in stock nbgrader. The grading service also sees each folder arrive on its ow
 of the two, so a learner who edits ``timestamp.txt`` to a time before the due date gains nothing there.
 
 A timestamp that cannot be read, or that is absurd (before ``EARLIEST`` or later than the moment it is read, with
-``FUTURE_SLACK_S`` for clocks that differ), gives no time and a note that says why, never an exception.
+``FUTURE_SLACK_S`` for clocks that differ), gives no time and a note that says why, never an exception. nbgrader's
+``parse_utc`` hands the third word of a timestamp to dateutil's ``gettz``, which reads a file of that name (an absolute
+path anywhere on the grader's host, or a relative one, which raises a warning as an exception when it leaves the
+zoneinfo folder), so that word must look like a zone name or an offset (``ZONE``) before it is parsed.
 """
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 
 from grader.submission.intake import read_small_text, shown_name
@@ -19,6 +23,8 @@ FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's default Exchange.timestamp_for
 EARLIEST = datetime.datetime(2000, 1, 1)
 FUTURE_SLACK_S = 3600.0  # a learner's clock may run ahead of the grader's by this much
 SHOWN_CHARS = 60
+# the time zone word nbgrader's submit writes (%Z: 'UTC', 'CET'), an IANA name ('Europe/Berlin') or an offset in seconds
+ZONE = re.compile(r"[+-]?[0-9]{1,6}|[A-Za-z][A-Za-z0-9_+-]{0,39}(/[A-Za-z][A-Za-z0-9_+-]{0,39}){0,2}", re.ASCII)
 
 
 class BadTimestamp(ValueError):
@@ -33,10 +39,15 @@ def parse(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
     """nbgrader's timestamp as a naive UTC datetime (nbgrader's ``parse_utc``); raises ``BadTimestamp``."""
     from nbgrader.utils import parse_utc
 
-    shown = shown_name(str(text).strip()[:SHOWN_CHARS])
+    text = str(text).strip()
+    shown = shown_name(text[:SHOWN_CHARS])
+    words = text.split(" ")
+    if len(words) == 3 and not ZONE.fullmatch(words[2]):  # parse_utc would open a file of that name
+        raise BadTimestamp(f"the submission's time {shown!r} in timestamp.txt is not a date and time (its time zone "
+                           "is not a zone name)")
     try:
-        when = parse_utc(str(text).strip())
-    except (ValueError, OverflowError, TypeError, AttributeError) as error:
+        when = parse_utc(text)
+    except Exception as error:  # noqa: BLE001 - dateutil raises ValueError, OverflowError, even warnings: all mean no time
         raise BadTimestamp(f"the submission's time {shown!r} in timestamp.txt is not a date and time "
                            f"({type(error).__name__})") from None
     if when is None or when < EARLIEST:

@@ -1,0 +1,85 @@
+"""Attacks on due dates, the LMS export and the class report, by a learner who controls every byte of their
+submission folder (``timestamp.txt`` included) and their student id.
+
+Each test performs one attack and states what must hold; the grader's modules are called as the commands call them.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import warnings
+
+import pytest
+from traitlets.config import Config
+
+from grader.nbgrader_adapter import db, late
+from grader.submission import timestamps
+
+DUE = datetime.datetime(2026, 11, 20, 12, 0)
+HOUR = datetime.timedelta(hours=1)
+
+
+def _policy() -> late.PerDayPenalty:
+    return late.plugin(Config({"AssignLatePenalties": {"plugin_class": late.PerDayPenalty}}))
+
+
+# -- timestamp.txt: the time zone field is a file path for dateutil ---------------------------------------------------
+
+# nbgrader's parse_utc hands the third word of the timestamp to dateutil's gettz, which treats it as a file name:
+# an absolute path is opened (as root, on the grader's host), a relative one that leaves the zoneinfo folder raises
+# DeprecatedTzKeyWarning as an exception (dateutil installs an "error" filter for it), which no caller catches.
+HOSTILE_ZONES = ["../../../../etc/passwd", "../x", "/etc/passwd", "/etc/hostname", "/nonexistent/zone",
+                 ":/proc/self/environ", "/proc/self/cmdline"]
+
+
+@pytest.mark.parametrize("zone", HOSTILE_ZONES)
+def test_a_hostile_time_zone_in_timestamp_txt_never_raises_and_opens_no_file(tmp_path, zone, monkeypatch):
+    opened = []
+    real_open = open
+
+    def spy(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and not str(file).startswith(str(tmp_path)):
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    (tmp_path / "timestamp.txt").write_text(f"2026-11-19 12:00:00.000000 {zone}")
+    monkeypatch.setattr("builtins.open", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the warning filter dateutil appends for itself still makes it an error
+        when, note = timestamps.read(tmp_path, DUE + 2 * HOUR)  # raised DeprecatedTzKeyWarning: a grader_error
+        stamped = db._submitted_at(tmp_path.parent, tmp_path.name, "")  # export_grades: the whole gradebook copy
+    monkeypatch.undo()
+    assert not [p for p in opened if zone.lstrip(":").split("/")[-1] in p], f"the grader opened {opened}"
+    assert note and "timestamp.txt" in note, note  # not a time: said, and (below) never on time
+    assert stamped is None
+
+
+@pytest.mark.parametrize("zone", ["../../../../etc/passwd", "../x", "a/../../b"])
+def test_a_zone_that_leaves_the_zoneinfo_folder_is_a_note_not_a_grader_error(tmp_path, zone):
+    """dateutil raises DeprecatedTzKeyWarning (a Warning, not a ValueError) for such a zone: prepare() failed, the
+    learner's notebook became a grader_error retried by every later run, and export_grades stopped for the class."""
+    (tmp_path / "timestamp.txt").write_text(f"2026-11-19 12:00:00.000000 {zone}")
+    with warnings.catch_warnings():  # the filters as the grader runs with them (dateutil appends its own "error")
+        when, note = timestamps.read(tmp_path, DUE + 2 * HOUR)
+        assert db._submitted_at(tmp_path.parent, tmp_path.name, "") is None
+    assert "is not a date and time" in note
+
+
+def test_whether_a_file_exists_on_the_graders_host_is_not_told_by_the_note(tmp_path):
+    """An absolute path as the zone was an oracle: an existing regular file gave 'not a date and time', a missing
+    one a valid time."""
+    notes = []
+    for zone in ("/etc/passwd", "/no/such/file"):
+        (tmp_path / "timestamp.txt").write_text(f"2026-11-19 12:00:00.000000 {zone}")
+        notes.append(timestamps.read(tmp_path, DUE)[1])
+    assert notes[0] == notes[1].replace("/no/such/file", "/etc/passwd")
+
+
+def test_nbgraders_own_timestamps_still_read(tmp_path):
+    for text, expected in (("2026-11-19 12:00:00.123456 UTC", "2026-11-19 12:00:00.123456 UTC"),
+                           ("2026-11-19 13:00:00.000000 CET", "2026-11-19 12:00:00.000000 UTC"),
+                           ("2026-11-19 12:00:00.000000 Europe/Berlin", "2026-11-19 11:00:00.000000 UTC"),
+                           ("2026-11-19 12:00:00.000000 +3600", "2026-11-19 11:00:00.000000 UTC"),
+                           ("2026-11-19T12:00:00+00:00", "2026-11-19 12:00:00.000000 UTC")):
+        (tmp_path / "timestamp.txt").write_text(text)
+        assert timestamps.read(tmp_path, DUE) == (expected, ""), text
