@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 GRADING := .
 
-.PHONY: demo test docs lab instructor serve workspace generate figures samples grade clean-grading
+.PHONY: demo test docs lab instructor serve hub workspace generate figures samples grade clean-grading
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ instructor: $(STAMP)
 # Fetch Feedback, Validate's diagnoses on a loopback port (docs/how-to/feedback-at-submit.md; ARGS as for lab).
 serve: $(STAMP)
 	$(PY) -m grader serve $(ARGS)
+
+# A JupyterHub for the class on this machine, as root: Unix accounts from samples/roster.csv, each learner's server
+# as that learner, the grading service managed by the hub (docs/how-to/run-a-class-on-jupyterhub.md).
+# make hub ARGS="--port 8001"   (or HUB_PORT=8001 make hub)
+hub: $(STAMP)
+	@test "$$(id -u)" = 0 || { echo "make hub must run as root (sudo make hub): it creates Unix accounts and starts each learner's server as that learner" >&2; exit 2; }
+	$(PY) -m grader hub $(ARGS)
 
 workspace: $(STAMP)
 	$(PY) -m grader workspace

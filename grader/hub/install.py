@@ -1,0 +1,277 @@
+"""What ``python -m grader hub`` sets up before JupyterHub starts (as root; each step is skipped when done already).
+
+The repository checkout is world-readable and holds what no learner may read (``source/``: solutions, hidden tests;
+``tests/``), and its ``.venv`` is an editable install pointing into it. So the learners never use the checkout:
+
+* **their environment** is ``/opt/jax-course/venv``, made with the learners' Python (Debian's ``/usr/bin/python3.11``
+  unless ``COURSE_HUB_PYTHON`` names another one every account can run) and a non-editable ``pip install`` of a copy
+  of the project; reinstalled when ``pyproject.toml`` changes, the project alone when its code changes;
+* **the course root** is ``/srv/jax-course/course`` (``source/``, ``notebooks/``, ``nbgrader_config.py``, ``lab/``,
+  ``gradebook.db``, the grading output): the instructor's, group ``jdt-graders``, mode 2770, nothing for others;
+* **the exchange** is ``/srv/jax-course/exchange`` (1777, root); its course folder, ``inbound`` and ``feedback`` are
+  made here by root, group ``jdt-graders`` (nbgrader's ``groupshared``), so the grading service (root) finds them
+  its own and the instructor's ``release_assignment`` may write ``outbound`` into them;
+* **the checkout** gets an ACL entry denying the learners' group everything (``setfacl -m g:jdt-learners:---``), and
+  the hub refuses to start while a learner can still read its ``source/``;
+* **the learners' Jupyter configuration** is ``/srv/jax-course/learner-config`` (readable by all, no secret);
+* **the hub's state** (cookie secret, database, settings, demo passwords) is in ``/srv/jax-course/hub``, mode 0700.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import grp
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.hub import accounts
+
+COURSE_ID = "jax-distributed-training"
+PYTHON_VARIABLE = "COURSE_HUB_PYTHON"
+SRV_VARIABLE = "COURSE_HUB_SRV"  # the class's folders (default /srv/jax-course); tests/test_hub.py uses its own
+HUB_SECTION = "\n# --- written by `python -m grader hub`: the hub's shared exchange, nbgrader's groupshared mode ---\n"
+
+
+@dataclass(frozen=True)
+class Paths:
+    opt: Path = Path("/opt/jax-course")
+    srv: Path = field(default_factory=lambda: Path(os.environ.get(SRV_VARIABLE) or "/srv/jax-course"))
+    venv: Path = field(init=False)
+    course: Path = field(init=False)
+    exchange: Path = field(init=False)
+    state: Path = field(init=False)
+
+    def __post_init__(self):
+        for name, value in (("venv", self.opt / "venv"), ("course", self.srv / "course"),
+                            ("exchange", self.srv / "exchange"), ("state", self.srv / "hub")):
+            object.__setattr__(self, name, value)
+
+    @property
+    def learner_config(self) -> Path:
+        return self.srv / "learner-config"
+
+    @property
+    def passwords(self) -> Path:
+        return self.state / "passwords.txt"
+
+    @property
+    def settings(self) -> Path:
+        return self.state / "settings.json"
+
+
+class HubRefused(RuntimeError):
+    """The hub cannot start safely; the message names the fix."""
+
+
+def run(*argv, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        raise HubRefused(f"{' '.join(map(str, argv[:3]))} failed:\n{(done.stderr or done.stdout)[-3000:]}")
+    return done
+
+
+def as_user(user: str, *argv, env: dict | None = None, cwd: Path | None = None, check: bool = True):
+    """Run a command as ``user`` (``runuser``, util-linux) with a plain environment."""
+    plain = {"PATH": "/usr/bin:/bin", "HOME": pwd.getpwnam(user).pw_dir, "LANG": "C.UTF-8", **(env or {})}
+    command = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in plain.items()), *map(str, argv)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    if check and done.returncode:
+        raise HubRefused(f"{' '.join(map(str, argv[:3]))} as {user} failed:\n{(done.stderr or done.stdout)[-3000:]}")
+    return done
+
+
+def folders(paths: Paths, instructor: str | None) -> None:
+    for folder, mode in ((paths.opt, 0o755), (paths.srv, 0o755), (paths.state, 0o700), (paths.exchange, 0o1777)):
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chown(folder, 0, 0)
+        os.chmod(folder, mode)
+    if instructor:  # once the accounts exist
+        paths.course.mkdir(exist_ok=True)
+        _staff_owned(paths.course, instructor)
+
+
+def _staff_owned(path: Path, instructor: str) -> None:
+    """The course root: the instructor's, group jdt-graders (setgid), read and written by staff, nothing for others."""
+    uid, gid = pwd.getpwnam(instructor).pw_uid, grp.getgrnam(accounts.GRADERS).gr_gid
+    for folder, dirs, files in os.walk(path):
+        os.lchown(folder, uid, gid)
+        os.chmod(folder, 0o2770)
+        for name in files:
+            file = os.path.join(folder, name)
+            if not os.path.islink(file) and os.stat(file).st_uid in (0, uid):
+                os.lchown(file, uid, gid)
+                os.chmod(file, (os.stat(file).st_mode & 0o700) | 0o060)
+
+
+def _digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def learners_python() -> Path:
+    python = Path(os.environ.get(PYTHON_VARIABLE) or "/usr/bin/python3.11")
+    if not os.access(python, os.X_OK):
+        raise HubRefused(f"{python} is missing: install Debian's python3.11-venv (apt-get install python3.11-venv) or "
+                         f"set {PYTHON_VARIABLE} to a Python 3.11 every account can run")
+    return python
+
+
+def environment(paths: Paths, checkout: Path) -> str:
+    """Make or update the learners' environment; say what was done."""
+    code = [p for top in ("grader", "coursekit") for p in (checkout / top).rglob("*.py") if "__pycache__" not in p.parts]
+    deps, project = _digest([checkout / "pyproject.toml"]), _digest([checkout / "pyproject.toml", *code])
+    stamps = paths.venv / ".course-deps", paths.venv / ".course-code"
+    python = paths.venv / "bin" / "python"
+    if python.exists() and stamps[0].is_file() and stamps[0].read_text() == deps:
+        if stamps[1].is_file() and stamps[1].read_text() == project:
+            return f"{paths.venv}: up to date"
+        extra = ["--no-deps", "--force-reinstall"]
+    else:
+        shutil.rmtree(paths.venv, ignore_errors=True)
+        run(learners_python(), "-m", "venv", paths.venv)
+        run(python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+        extra = []
+    with tempfile.TemporaryDirectory() as stage:  # a copy: pip's build writes build/ and *.egg-info where it builds
+        stage = Path(stage)
+        for top in ("grader", "coursekit"):
+            shutil.copytree(checkout / top, stage / top, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(checkout / "pyproject.toml", stage / "pyproject.toml")
+        run(python, "-m", "pip", "install", "--quiet", *extra, f"{stage}[hub]")
+    stamps[0].write_text(deps)
+    stamps[1].write_text(project)
+    run("chmod", "-R", "a+rX", paths.venv)
+    return f"{paths.venv}: {'project reinstalled' if extra else 'installed'}"
+
+
+def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
+    """Copy the course from the checkout (sources, released notebooks, configuration); keep gradebook and output."""
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.executed.ipynb", "labextensions")
+    for folder in ("source", "notebooks", "lab"):
+        shutil.copytree(checkout / folder, paths.course / folder, ignore=ignore, dirs_exist_ok=True)
+    config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
+    (paths.course / "nbgrader_config.py").write_text(
+        config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n",
+        encoding="utf-8")
+    # The instructor's server starts in its home, not the course root: this loads the course's configuration.
+    hub = paths.course / "lab" / "hub"
+    hub.mkdir(exist_ok=True)
+    (hub / "nbgrader_config.py").write_text(
+        '"""The instructor\'s server on the hub: the course root\'s nbgrader configuration (written by grader hub)."""\n'
+        f"c = get_config()  # noqa: F821\nload_subconfig({str(paths.course / 'nbgrader_config.py')!r})  # noqa: F821\n")
+    # lab/instructor's `tornado_settings.update(...)` is a lazy value JupyterHub's single-user extension cannot read
+    # ('log_function' in it): the same Content-Security-Policy, as a plain setting, loaded after it.
+    (hub / "jupyter_server_config.py").write_text(
+        '"""The instructor\'s server on the hub: lab/instructor\'s policy as a plain setting (written by grader hub)."""\n'
+        "from grader.nbgrader_adapter.formgrader_guard import content_security_policy\n\n"
+        "c = get_config()  # noqa: F821\n"
+        'c.ServerApp.tornado_settings = {"headers": {"Content-Security-Policy": content_security_policy()}}\n')
+    _staff_owned(paths.course, instructor)
+
+
+def exchange_folders(paths: Paths) -> None:
+    """The course's exchange folders, root's before any learner could make them (nbgrader's groupshared modes)."""
+    graders = grp.getgrnam(accounts.GRADERS).gr_gid
+    course = paths.exchange / COURSE_ID
+    for folder, mode in ((course, 0o2775), (course / "inbound", 0o2773), (course / "feedback", 0o2775)):
+        if folder.is_symlink() or (folder.exists() and (not folder.is_dir() or folder.lstat().st_uid != 0)):
+            raise HubRefused(f"{folder} is not a folder of root's (someone else made it): remove it and start again")
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, 0, graders)
+        os.chmod(folder, mode)
+
+
+def learner_config(paths: Paths, checkout: Path) -> None:
+    """The learners' Jupyter configuration (readable by all, no secret): lab/learner on the hub's exchange."""
+    from grader.course.labextension import prepare
+
+    target = paths.learner_config
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(checkout / "lab" / "learner", target, ignore=shutil.ignore_patterns("labextensions", "nbgrader_*"))
+    extensions = prepare(paths.srv / "learner-config-validate")  # Validate's dialog in the course's words
+    with (target / "jupyter_lab_config.py").open("a", encoding="utf-8") as out:
+        out.write(f"\n# written by `python -m grader hub`\nc.LabApp.extra_labextensions_path = [{str(extensions)!r}]\n")
+    (target / "nbgrader_config.py").write_text(f'''"""nbgrader for a learner on the hub (written by `python -m grader hub`)."""
+import zmq
+
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = {COURSE_ID!r}
+c.Exchange.root = {str(paths.exchange)!r}
+c.ExchangeSubmit.add_random_string = True  # a submission's folder name cannot be guessed by another learner
+c.Execute.timeout = 180
+c.ExecutePreprocessor.timeout = 180
+if zmq.has("curve"):
+    c.KernelManager.transport_encryption = "auto"
+''', encoding="utf-8")
+    for folder in (target, paths.srv / "learner-config-validate"):
+        run("chmod", "-R", "a+rX", folder)
+
+
+def protect_checkout(checkout: Path, learner: str) -> str:
+    """No learner enters the checkout: an ACL entry for the learners' group, checked as a learner."""
+    if shutil.which("setfacl") is None:
+        run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "acl",
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    done = subprocess.run(["setfacl", "-m", f"g:{accounts.LEARNERS}:---", str(checkout)], capture_output=True, text=True)
+    probe = as_user(learner, "test", "-r", checkout / "source", check=False)
+    if probe.returncode == 0:
+        raise HubRefused(f"the learner {learner} can read {checkout / 'source'} (solutions, hidden tests), and "
+                         f"setfacl said: {done.stderr.strip() or 'nothing'}. Move the checkout under a folder of "
+                         f"mode 0700 (or run `chmod o-rwx {checkout}`) and start the hub again")
+    return f"{checkout}: no access for the group {accounts.LEARNERS} (ACL)"
+
+
+def check_learner_side(paths: Paths, learner: str) -> None:
+    done = as_user(learner, paths.venv / "bin" / "python", "-c", "import coursekit, grader.learner, jupyterhub",
+                   check=False)
+    if done.returncode:
+        raise HubRefused(f"the learner {learner} cannot run {paths.venv}: {done.stderr.strip()[-1500:]}\n"
+                         f"its Python must lie where every account may enter (set {PYTHON_VARIABLE})")
+
+
+def register_assignments(paths: Paths, instructor: str) -> None:
+    """formgrader's gradebook knows the course's assignments (as ``make instructor`` does; ~10 s each, once)."""
+    as_user(instructor, paths.venv / "bin" / "python", "-c",
+            "from grader.course.workspace import register_assignments; from grader.layout import Course; "
+            "register_assignments(Course.default())",
+            env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=paths.course)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_port: int, workers: int | None,
+                   instructor: str) -> None:
+    proxy = checkout / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
+    settings = {"ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
+                "service_port": service_port, "workers": workers, "venv": str(paths.venv), "course": str(paths.course),
+                "exchange": str(paths.exchange), "course_id": COURSE_ID, "state": str(paths.state),
+                "learner_config": str(paths.learner_config), "proxy": str(proxy), "instructor": instructor,
+                "groups": {"learners": accounts.LEARNERS, "graders": accounts.GRADERS,
+                           "instructors": accounts.INSTRUCTORS}}
+    fd = os.open(paths.settings, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(settings, out, indent=2)
+
+
+def proxy(checkout: Path) -> None:
+    """configurable-http-proxy, pinned in hub/package.json and package-lock.json, installed into hub/node_modules."""
+    folder = checkout / "hub"
+    wanted = json.loads((folder / "package.json").read_text())["dependencies"]["configurable-http-proxy"]
+    installed = folder / "node_modules" / "configurable-http-proxy" / "package.json"
+    if installed.is_file() and json.loads(installed.read_text()).get("version") == wanted:
+        return
+    if shutil.which("npm") is None:
+        raise HubRefused("npm is missing: JupyterHub's proxy (configurable-http-proxy) is installed with npm "
+                         "(apt-get install nodejs npm)")
+    run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", cwd=folder)

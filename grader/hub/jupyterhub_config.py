@@ -1,0 +1,87 @@
+"""JupyterHub's configuration for ``python -m grader hub`` (``jupyterhub -f`` this file, as root).
+
+Everything machine-specific comes from the settings file ``python -m grader hub`` writes (``COURSE_HUB_SETTINGS``,
+root only): paths, ports, groups. JupyterHub's own pieces do the work:
+
+* ``PAMAuthenticator``: the class logs in with its Unix passwords; members of the course's groups are allowed, the
+  instructors' group are the hub's admins (for an LMS login, see docs/how-to/run-a-class-on-jupyterhub.md);
+* ``LocalProcessSpawner``: each server, and so each kernel, runs as its user's own account. Learners get
+  ``lab/learner``'s configuration on the hub's exchange, rooted at their home; staff (``jdt-graders``) get the
+  course root with formgrader;
+* a managed service, ``grading``: the course's ``python -m grader serve`` as root (it seals kernels) on the shared
+  exchange, with the course root as its output and gradebook.
+"""
+import grp
+import json
+import os
+import pwd
+
+c = get_config()  # noqa: F821 - provided by traitlets when JupyterHub loads this file
+
+with open(os.environ["COURSE_HUB_SETTINGS"], encoding="utf-8") as handle:
+    s = json.load(handle)
+
+state, venv, course = s["state"], s["venv"], s["course"]
+bin_path = f"{venv}/bin:/usr/bin:/bin"
+
+c.JupyterHub.bind_url = f"http://{s['ip']}:{s['port']}"
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{s['hub_port']}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s['proxy_api_port']}"
+c.ConfigurableHTTPProxy.command = [s["proxy"]]
+c.ConfigurableHTTPProxy.pid_file = os.path.join(state, "jupyterhub-proxy.pid")
+c.JupyterHub.cookie_secret_file = os.path.join(state, "jupyterhub_cookie_secret")
+c.JupyterHub.db_url = f"sqlite:///{os.path.join(state, 'jupyterhub.sqlite')}"
+c.JupyterHub.cleanup_servers = True  # Ctrl-C stops every server too
+
+groups = s["groups"]
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {groups["learners"], groups["graders"], groups["instructors"]}
+c.PAMAuthenticator.admin_groups = {groups["instructors"]}
+
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
+c.Spawner.start_timeout = 180  # JupyterLab and nbgrader's extensions on a busy 2-core machine
+c.Spawner.http_timeout = 180
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+# Learners: no course root, no checkout; Validate asks the grading service on loopback.
+c.Spawner.environment = {
+    "JUPYTER_CONFIG_PATH": s["learner_config"],
+    "COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/",
+    "PATH": bin_path,
+}
+
+
+def _is_staff(name: str) -> bool:
+    try:
+        account = pwd.getpwnam(name)
+        graders = grp.getgrnam(groups["graders"]).gr_gid
+    except KeyError:
+        return False
+    return graders in os.getgrouplist(name, account.pw_gid)
+
+
+def _pre_spawn(spawner) -> None:
+    if _is_staff(spawner.user.name):  # the course root, opened on formgrader (as `python -m grader instructor`)
+        spawner.notebook_dir = course
+        spawner.default_url = "/formgrader"
+        spawner.environment = {
+            "JUPYTER_CONFIG_PATH": f"{course}/lab/hub:{course}/lab/instructor",
+            "COURSE_ROOT": course,
+            "COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/",
+            "PATH": bin_path,
+        }
+
+
+c.Spawner.pre_spawn_hook = _pre_spawn
+
+serve = [f"{venv}/bin/python", "-m", "grader", "serve", "--exchange", s["exchange"], "--course-id", s["course_id"],
+         "--out", course, "--gradebook", f"sqlite:///{course}/gradebook.db", "--port", str(s["service_port"])]
+if s.get("workers"):
+    serve += ["--workers", str(s["workers"])]
+c.JupyterHub.services = [{
+    "name": "grading",
+    "command": serve,
+    "cwd": course,
+    "environment": {"COURSE_ROOT": course, "PATH": bin_path},
+}]
