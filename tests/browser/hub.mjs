@@ -1,0 +1,192 @@
+// The class on JupyterHub (python -m grader hub), in Debian's Chromium. Started by tests/test_hub.py, one step per
+// run (the Python side acts between steps, as the instructor would: the due date between two learners' Submits):
+//   node hub.mjs submit USER       log in through the hub's login page, Assignment List: Fetch, save the answer,
+//                                  Submit; the submission is listed
+//   node hub.mjs feedback USER     log in, refresh the Assignment List until the feedback can be fetched, Fetch
+//                                  Feedback, open the page; ask for OTHER's server and files (nothing comes back);
+//                                  run PROBE (python) in a kernel of USER's own server
+//   node hub.mjs formgrader USER   log in as staff: formgrader's submissions of the assignment
+// Environment: HUB_URL, HUB_FIXTURE (JSON: passwords, assignment, answers {user: notebook}, other {user: user},
+// probe: python code), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
+import fs from 'node:fs';
+import path from 'node:path';
+import { launchChromium } from './common.mjs';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const HUB = env('HUB_URL');
+const ARTIFACTS = env('ARTIFACTS_DIR');
+const FIXTURE = JSON.parse(fs.readFileSync(env('HUB_FIXTURE'), 'utf8'));
+const [STEP, USER] = process.argv.slice(2);
+const A = FIXTURE.assignment;
+const started = Date.now();
+const log = (message) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${USER}: ${message}`);
+const check = (condition, message) => { if (!condition) throw new Error(message); };
+const shot = (page, name) => page.screenshot({ path: path.join(ARTIFACTS, `hub-${USER}-${name}.png`) });
+const server = `${HUB}/user/${USER}`;
+
+async function login(page) {
+  await page.goto(`${HUB}/hub/login`);
+  await page.locator('#username_input').fill(USER);
+  await page.locator('#password_input').fill(FIXTURE.passwords[USER]);
+  await shot(page, 'login');
+  await page.locator('#login_submit').click();
+  await page.waitForURL(new RegExp(`/user/${USER}/`), { timeout: 240_000 });
+  log(`logged in through the hub's login page; server at ${page.url()}`);
+}
+
+// The server's REST API from inside the page, as JupyterLab calls it (the hub's cookie, the _xsrf header).
+async function api(page, method, route, body) {
+  return page.evaluate(async ([method, url, body]) => {
+    const xsrf = (document.cookie.match(/(?:^|;\s*)_xsrf=([^;]+)/) || [])[1] || '';
+    const response = await fetch(url, { method, headers: { 'X-XSRFToken': decodeURIComponent(xsrf), 'Content-Type': 'application/json' },
+      body: body && JSON.stringify(body), redirect: 'manual' });
+    let json = null;
+    try { json = await response.json(); } catch { json = null; }
+    return { status: response.status, type: response.type, json };
+  }, [method, route, body]);
+}
+
+async function openLab(page) {
+  await page.goto(`${server}/lab/workspaces/${STEP}?reset`);
+  await page.locator('#jp-main-dock-panel').waitFor({ state: 'visible', timeout: 120_000 });
+}
+
+async function openAssignmentList(page) {
+  await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Nbgrader$/ }).click();
+  await page.getByRole('menuitem', { name: 'Assignment List' }).click();
+  await page.locator('#nbgrader-assignment-list').waitFor({ state: 'visible', timeout: 60_000 });
+}
+
+const listItem = (page, list, text) => page.locator(`#${list} .list_item`, { hasText: text });
+
+async function submit(page) {
+  await openLab(page);
+  await openAssignmentList(page);
+  await listItem(page, 'released_assignments_list', A).getByRole('button', { name: 'Fetch', exact: true })
+    .click({ timeout: 60_000 });
+  await listItem(page, 'fetched_assignments_list', A).first().waitFor({ state: 'visible', timeout: 60_000 });
+  // NOT A CLICK: the learner's answer, saved through the contents API as an editor's save would.
+  const saved = await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`,
+    { type: 'notebook', format: 'json', content: FIXTURE.answers[USER] });
+  check(saved.status === 200, `saving the answer: HTTP ${saved.status}`);
+  log(`fetched ${A} into the home folder and saved the answer`);
+  await listItem(page, 'fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).first().click();
+  const submitted = page.locator('#submitted_assignments_list .nested_list_item');
+  await submitted.first().waitFor({ state: 'visible', timeout: 120_000 });
+  await shot(page, 'submitted');
+  log(`submitted from the Assignment List (${await submitted.count()} submission listed)`);
+  return { submitted: await submitted.count() };
+}
+
+async function feedback(page) {
+  await openLab(page);
+  await openAssignmentList(page);
+  const deadline = Date.now() + 240_000;
+  for (;;) {
+    const ready = await page.locator('#submitted_assignments_list .nested_list_item', { hasText: 'feedback available to fetch' }).count();
+    const fetched = await page.locator('#submitted_assignments_list a', { hasText: 'view feedback' }).count();
+    if (ready >= 1 || fetched >= 1) break;  // (fetched already: a second run of this step)
+    check(Date.now() < deadline, 'no feedback to fetch after 240 s');
+    await page.waitForTimeout(1000);
+    await page.locator('#refresh_assignments_list').click();
+    await page.waitForTimeout(500);
+  }
+  const fetchButton = listItem(page, 'submitted_assignments_list', A).first().getByRole('button', { name: 'Fetch Feedback', exact: true });
+  if (await fetchButton.isEnabled()) await fetchButton.click();
+  await page.locator('#submitted_assignments_list a', { hasText: 'view feedback' }).first().waitFor({ state: 'visible', timeout: 60_000 });
+  await shot(page, 'feedback-listed');
+  const folders = (await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json.content.filter((f) => f.type === 'directory');
+  const file = `${A}/feedback/${folders.map((f) => f.name).sort().at(-1)}/${A}.html`;
+  await page.goto(`${server}/files/${encodeURI(file)}`);
+  const text = await page.locator('body').innerText();
+  await shot(page, 'feedback-page');
+  log(`fetched feedback: ${text.split('\n').slice(0, 2).join(' | ')}`);
+  // Another learner's server and files: the hub sends this learner away, and no content comes back.
+  await openLab(page);  // (the feedback page is sandboxed: no script of the page may read cookies)
+  const other = FIXTURE.other[USER];
+  const theirs = {};
+  for (const route of [`/user/${other}/api/contents/${A}/feedback`, `/user/${other}/files/${A}/${A}.ipynb`,
+    `/user/${other}/api/contents`, `/hub/api/users/${other}`]) {
+    const answer = await api(page, 'GET', `${HUB}${route}`);
+    theirs[route] = { status: answer.status, type: answer.type, content: answer.json && (answer.json.content !== undefined || answer.json.name !== undefined) };
+  }
+  // A kernel of this learner's own server: who it runs as, what it may open.
+  const probe = await runInKernel(page, FIXTURE.probe[USER]);
+  log(`kernel says: ${probe.trim()}`);
+  return { text: text.slice(0, 3000), file, theirs, probe };
+}
+
+async function runInKernel(page, code) {
+  const kernel = await api(page, 'POST', `${server}/api/kernels`, { name: 'python3' });
+  check(kernel.status === 201, `starting a kernel: HTTP ${kernel.status}`);
+  return page.evaluate(async ([base, id, code]) => new Promise((resolve, reject) => {
+    const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/api/kernels/${id}/channels`);
+    const msgId = crypto.randomUUID();
+    let printed = '';
+    const timer = setTimeout(() => reject(new Error(`the kernel did not answer: ${printed}`)), 120_000);
+    socket.onopen = () => socket.send(JSON.stringify({
+      header: { msg_id: msgId, msg_type: 'execute_request', username: 'test', session: crypto.randomUUID(), version: '5.3', date: '' },
+      parent_header: {}, metadata: {}, channel: 'shell',
+      content: { code, silent: false, store_history: false, user_expressions: {}, allow_stdin: false } }));
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.parent_header?.msg_id !== msgId) return;
+      if (message.msg_type === 'stream') printed += message.content.text;
+      if (message.msg_type === 'error') printed += `ERROR ${message.content.ename}: ${message.content.evalue}\n`;
+      if (message.msg_type === 'status' && message.content.execution_state === 'idle') {
+        clearTimeout(timer); socket.close(); resolve(printed);
+      }
+    };
+    socket.onerror = () => reject(new Error('the kernel websocket failed'));
+  }), [server, kernel.json.id, code]);
+}
+
+async function formgrader(page) {
+  await page.locator('body').waitFor();
+  await page.goto(`${server}/formgrader/manage_submissions/${A}`);
+  const rows = page.locator('#main_table tr, table tbody tr');
+  const deadline = Date.now() + 120_000;
+  let text = '';
+  for (;;) {
+    text = await page.locator('body').innerText();
+    if (FIXTURE.students.every((s) => text.includes(s)) || Date.now() > deadline) break;
+    await page.waitForTimeout(2000);
+    await page.reload();
+  }
+  await shot(page, 'formgrader');
+  log(`formgrader lists: ${text.split('\n').filter((l) => FIXTURE.students.some((s) => l.includes(s))).join(' | ')}`);
+  return { text: text.slice(0, 3000), rows: await rows.count() };
+}
+
+async function main() {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const browser = await launchChromium();
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    context.setDefaultTimeout(30_000);
+    const outside = [];
+    await context.route(/^https?:/, (route) => {
+      if (route.request().url().startsWith(HUB)) return route.continue();
+      outside.push(route.request().url());
+      return route.abort();
+    });
+    const page = await context.newPage();
+    await login(page);
+    const steps = { submit, feedback, formgrader };
+    check(STEP in steps, `unknown step ${STEP}`);
+    const result = await steps[STEP](page);
+    check(outside.length === 0, `requests left the machine: ${outside.slice(0, 3)}`);
+    console.log(`HUB-RESULT ${JSON.stringify(result)}`);
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(`FAILED: ${error.stack || error}`);
+  process.exit(1);
+});
