@@ -46,7 +46,7 @@ class NotebookResult:
     events: list[str] = field(default_factory=list)
     seconds: float = 0.0
     submitted_at: str | None = None  # when it was submitted, UTC, nbgrader's form (grader.submission.timestamps)
-    submitted_note: str = ""  # why there is no submission time (an unreadable or absurd timestamp.txt)
+    submitted_note: str = ""  # why the learner's time was not used (an unreadable or absurd timestamp.txt)
 
     @property
     def score(self) -> float:

@@ -91,13 +91,14 @@ def test_nbgraders_own_zero_and_none_methods():
 def test_nbgraders_timestamp_is_read_and_bad_ones_are_named_not_raised(tmp_path):
     (tmp_path / "timestamp.txt").write_text("2026-11-21 13:30:00.123456 UTC\n")
     assert timestamps.read(tmp_path) == ("2026-11-21 13:30:00.123456 UTC", "")
+    read_at = DUE + 30 * HOUR  # an unusable time counts as the moment the grader read it, never as on time
     for text, said in (("next tuesday-ish", "is not a date and time"), ("1970-01-01 00:00:00 UTC", "before 2000"),
                        ("9999-01-01 00:00:00 UTC", "later than the time it was read")):
         (tmp_path / "timestamp.txt").write_text(text)
-        when, note = timestamps.read(tmp_path)
-        assert when is None and said in note, (text, note)
+        when, note = timestamps.read(tmp_path, read_at)
+        assert when == timestamps.show(read_at) and said in note and "the time it was graded counts" in note, note
     (tmp_path / "timestamp.txt").unlink()
-    assert timestamps.read(tmp_path)[0] is None
+    assert timestamps.read(tmp_path, read_at)[0] == timestamps.show(read_at)
 
 
 def test_the_service_records_the_later_of_the_learners_time_and_its_own():

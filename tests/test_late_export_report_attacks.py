@@ -12,7 +12,9 @@ import warnings
 import pytest
 from traitlets.config import Config
 
+from grader import results as recorded
 from grader.nbgrader_adapter import db, late
+from grader.results import NotebookResult, Status
 from grader.submission import timestamps
 
 DUE = datetime.datetime(2026, 11, 20, 12, 0)
@@ -83,3 +85,29 @@ def test_nbgraders_own_timestamps_still_read(tmp_path):
                            ("2026-11-19T12:00:00+00:00", "2026-11-19 12:00:00.000000 UTC")):
         (tmp_path / "timestamp.txt").write_text(text)
         assert timestamps.read(tmp_path, DUE) == (expected, ""), text
+
+
+# -- an unusable time never counts as on time -------------------------------------------------------------------------
+
+UNUSABLE = [None, "", "garbage", "3026-01-01 00:00:00.000000 UTC", "1970-01-01 00:00:00.000000 UTC", "nan",
+            "99999999999", "2026-11-19 12:00:00.000000 ../x", "\ufeff2026-11-19 12:00:00.000000 UTC"]
+
+
+@pytest.mark.parametrize("text", UNUSABLE)
+def test_a_late_learner_who_breaks_timestamp_txt_is_penalised_as_of_the_grading(tmp_path, text):
+    """A learner 30 hours late writes a future, absurd or unreadable time (or deletes timestamp.txt) to get 'time
+    unknown: no late penalty was decided'. Backdating on the collect path is the learner's word, as documented;
+    an unusable time must not be a second, silent way out: it counts as the latest time known, when the grader
+    read the folder."""
+    if text is not None:
+        (tmp_path / "timestamp.txt").write_text(text)
+    graded_at = DUE + 30 * HOUR
+    when, note = timestamps.read(tmp_path, graded_at)
+    assert when == timestamps.show(graded_at), (when, note)
+    assert note and "the time it was graded counts" in note
+    result = NotebookResult("mallory", "sharded_step", "sharded_step.ipynb", Status.GRADED, "",
+                            [recorded.TestResult("t", 8.0, 8.0, True, "")], submitted_at=when, submitted_note=note)
+    submitted = timestamps.parse(result.submitted_at, datetime.datetime.max)
+    penalty = late.assess(_policy(), "mallory", 8.0, DUE, submitted, result.submitted_note)
+    assert penalty.points == pytest.approx(8.0 * 2 * 10 / 100), penalty.message
+    assert "timestamp.txt" in penalty.message  # the page says why the grading time counted

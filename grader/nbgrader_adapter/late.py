@@ -132,18 +132,21 @@ def _points(value: float) -> str:
 def assess(policy: LateSubmissionPlugin, student: str, earned: float, due: datetime.datetime,
            submitted: datetime.datetime | None, note: str = "") -> LatePenalty:
     """The penalty ``policy`` gives a notebook that earned ``earned`` points, submitted at ``submitted`` (naive UTC;
-    None: unknown, and ``note`` says why), due at ``due``."""
+    None: unknown, from a result graded before unusable times counted as the grading time), due at ``due``; ``note``
+    says why the learner's own time was not used."""
     shown_due = f"{due:%Y-%m-%d %H:%M} UTC"
     if submitted is None:
         return LatePenalty(0.0, earned, 0.0, shown_due, f"The due date was {shown_due}, and the time of this "
                            f"submission is unknown ({note or 'no timestamp.txt'}): no late penalty was decided; your "
                            "instructor will check when it was submitted.")
     late = max(0.0, (submitted - due).total_seconds())  # nbgrader's SubmittedAssignment.total_seconds_late
+    # the learner's own time was unusable: the time the grader (or the service) saw the submission counted
+    why_this_time = f"{note[:1].upper()}{note[1:]}. " if note else ""
     if late <= 0:
-        return LatePenalty(0.0, earned, 0.0, shown_due, f"Submitted on time (due {shown_due}).")
+        return LatePenalty(0.0, earned, 0.0, shown_due, f"{why_this_time}Submitted on time (due {shown_due}).")
+    said = f"{why_this_time}Submitted {duration(late)} after the due date ({shown_due})"
     penalty = policy.late_submission_penalty(student, earned, late) if earned > 0 else 0.0
     penalty = min(max(0.0, float(penalty or 0.0)), earned)  # as nbgrader's AssignLatePenalties clamps it
-    said = f"Submitted {duration(late)} after the due date ({shown_due})"
     grace = getattr(policy, "grace_minutes", 0.0) if getattr(policy, "penalty_method", "") == "per_day" else 0.0
     if penalty <= 0:
         if grace and late <= grace * 60:

@@ -6,7 +6,8 @@ as in stock nbgrader. The grading service also sees each folder arrive on its ow
 of the two, so a learner who edits ``timestamp.txt`` to a time before the due date gains nothing there.
 
 A timestamp that cannot be read, or that is absurd (before ``EARLIEST`` or later than the moment it is read, with
-``FUTURE_SLACK_S`` for clocks that differ), gives no time and a note that says why, never an exception. nbgrader's
+``FUTURE_SLACK_S`` for clocks that differ), gives no time of the learner's and a note that says why, never an
+exception: ``read`` then records the time the grader read it, ``later_of`` the service's arrival. nbgrader's
 ``parse_utc`` hands the third word of a timestamp to dateutil's ``gettz``, which reads a file of that name (an absolute
 path anywhere on the grader's host, or a relative one, which raises a warning as an exception when it leaves the
 zoneinfo folder), so that word must look like a zone name or an offset (``ZONE``) before it is parsed.
@@ -65,15 +66,23 @@ def show(when: datetime.datetime) -> str:
     return when.strftime(FORMAT)
 
 
-def read(folder: Path, now: datetime.datetime | None = None) -> tuple[str | None, str]:
-    """(the submission time in nbgrader's form, or None; a note when there is none): ``folder/timestamp.txt``."""
+GRADED_COUNTS = "the time it was graded counts"
+
+
+def read(folder: Path, now: datetime.datetime | None = None) -> tuple[str, str]:
+    """(the submission time in nbgrader's form; a note when it is not the learner's): ``folder/timestamp.txt``.
+
+    A missing, unreadable or absurd time counts as ``now``, the moment the grader reads the folder: the latest time
+    the submission is known to have existed, never an earlier one, so a learner who breaks the file is never on
+    time for it (on the service's path the file holds the service's own time, ``later_of``)."""
+    now = now or utc_now()
     text = read_small_text(folder / "timestamp.txt")
     if text is None:
-        return None, "the submission has no readable timestamp.txt: its submission time is unknown"
+        return show(now), f"the submission has no readable timestamp.txt: {GRADED_COUNTS}"
     try:
         return show(parse(text, now)), ""
     except BadTimestamp as bad:
-        return None, f"{bad}: its submission time is unknown"
+        return show(now), f"{bad}: {GRADED_COUNTS}"
 
 
 def later_of(learner: str | None, arrived: float) -> tuple[str, str]:
