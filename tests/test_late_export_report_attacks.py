@@ -5,6 +5,7 @@ Each test performs one attack and states what must hold; the grader's modules ar
 """
 from __future__ import annotations
 
+import csv
 import datetime
 import os
 import warnings
@@ -13,7 +14,7 @@ import pytest
 from traitlets.config import Config
 
 from grader import results as recorded
-from grader.nbgrader_adapter import db, late
+from grader.nbgrader_adapter import db, late, lms
 from grader.results import NotebookResult, Status
 from grader.submission import timestamps
 
@@ -111,3 +112,22 @@ def test_a_late_learner_who_breaks_timestamp_txt_is_penalised_as_of_the_grading(
     penalty = late.assess(_policy(), "mallory", 8.0, DUE, submitted, result.submitted_note)
     assert penalty.points == pytest.approx(8.0 * 2 * 10 / 100), penalty.message
     assert "timestamp.txt" in penalty.message  # the page says why the grading time counted
+
+
+# -- the Canvas export: a row Canvas can only match by a name the learner chose ---------------------------------------
+
+def test_a_learner_made_id_equal_to_a_classmates_name_gets_no_canvas_row(tmp_path):
+    """Canvas's import matches a row by Student name when its ID is empty. `grade --gradebook` creates a gradebook
+    student for every graded id, and the export's roster is the gradebook's: a learner who submits a blank notebook
+    as 'Ann Lee' gets a row 'Student: Ann Lee, ID: (empty), 0', which Canvas matches to the real Ann Lee."""
+    results = [NotebookResult("ann", "sharded_step", "sharded_step.ipynb", Status.GRADED, "",
+                              [recorded.TestResult("t", 8.0, 8.0, True, "")]),
+               NotebookResult("Ann Lee", "sharded_step", "sharded_step.ipynb", Status.GRADED, "",
+                              [recorded.TestResult("t", 0.0, 8.0, False, "")])]
+    roster = [lms.Learner("ann", "Ann", "Lee", "ann@example.edu", "40101"), lms.Learner("Ann Lee")]
+    export = lms.collect(results, {}, {}, roster)
+    lms.write_canvas(export, tmp_path / "c.csv")
+    rows = list(csv.reader((tmp_path / "c.csv").open(encoding="utf-8")))[2:]
+    assert all(row[1] for row in rows), f"a row with no ID, matched by its name: {rows}"
+    assert [row[:2] for row in rows] == [["Lee, Ann", "40101"]]
+    assert any("Ann Lee" in said and "not exported" in said for said in lms.problems(export))

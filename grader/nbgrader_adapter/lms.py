@@ -8,7 +8,8 @@ gradebook or from a CSV with those columns (what ``nbgrader db student import`` 
 * **Canvas** (its Gradebook's Import): columns ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section``,
   then one per assignment, headed ``Name (canvas id)`` for an assignment Canvas has (``canvas_ids``) or a plain name,
   which Canvas imports as a new assignment; a second row ``Points Possible``, as Canvas's own export writes it.
-  ``ID`` is the roster's ``lms_user_id`` (Canvas's user id).
+  ``ID`` is the roster's ``lms_user_id`` (Canvas's user id); a learner without one gets no row (Canvas would match
+  it by its name, which a learner's chosen id can copy).
 * **Moodle** (Grades > Import > CSV file): ``First name``, ``Last name``, ``ID number`` (the ``lms_user_id``),
   ``Email address``, then one column per assignment; Moodle's import maps a column to its users and each grade
   column to a grade item.
@@ -111,21 +112,25 @@ def _write(path: Path, rows: list[list[str]]) -> None:
     atomic_write(path, buffer.getvalue())
 
 
-def write_canvas(export: Export, path: Path, canvas_ids: dict[str, str] | None = None) -> None:
-    """Canvas's gradebook-import CSV."""
+def write_canvas(export: Export, path: Path, canvas_ids: dict[str, str] | None = None) -> int:
+    """Canvas's gradebook-import CSV; return how many learners it holds. A learner without an ``lms_user_id`` gets
+    no row: Canvas matches a row whose ID is empty by its Student name, and a learner's id (which names the row
+    when the roster has no name, as for the students ``grade --gradebook`` creates) can be a classmate's name."""
     canvas_ids = canvas_ids or {}
     cell = spreadsheet_cell
     heads = [f"{a} ({canvas_ids[a]})" if a in canvas_ids else a for a in export.assignments]
     rows = [list(CANVAS_COLUMNS) + [cell(h) for h in heads],
             ["    Points Possible", "", "", "", ""] + [_number(export.points_possible[a]) for a in export.assignments]]
-    for learner in export.roster:
+    written = [learner for learner in export.roster if learner.lms_user_id]
+    for learner in written:
         name = ", ".join(n for n in (learner.last_name, learner.first_name) if n) or learner.id
         rows.append([cell(name), cell(learner.lms_user_id), "", "", ""]
                     + [_number(export.totals.get((learner.id, a))) for a in export.assignments])
     _write(path, rows)
+    return len(written)
 
 
-def write_moodle(export: Export, path: Path) -> None:
+def write_moodle(export: Export, path: Path) -> int:
     """Moodle's grade-import CSV (Grades > Import > CSV file)."""
     cell = spreadsheet_cell
     rows = [list(MOODLE_COLUMNS) + [cell(a) for a in export.assignments]]
@@ -133,6 +138,7 @@ def write_moodle(export: Export, path: Path) -> None:
         rows.append([cell(learner.first_name or learner.id), cell(learner.last_name), cell(learner.lms_user_id),
                      cell(learner.email)] + [_number(export.totals.get((learner.id, a))) for a in export.assignments])
     _write(path, rows)
+    return len(export.roster)
 
 
 def problems(export: Export) -> list[str]:
@@ -146,7 +152,8 @@ def problems(export: Export) -> list[str]:
                     "again")
     if export.without_lms_id:
         names = ", ".join(repr(shown_name(s)) for s in export.without_lms_id)
-        said.append(f"no lms_user_id on the roster for {names}: the LMS cannot match their rows by id")
+        said.append(f"no lms_user_id on the roster for {names}: not exported to Canvas (it would match a row without "
+                    "an ID by its name, which a learner's id can copy); in Moodle's file their rows have no ID number")
     if export.pending:
         names = ", ".join(f"{shown_name(s)}/{shown_name(a)}" for s, a in export.pending)
         said.append(f"empty cells, the total is not known yet (hand grading pending or a grader error): {names}")
@@ -182,8 +189,8 @@ def export_command(out: Path, db_url: str | None, roster_csv: Path | None, canva
     ids = dict(pair.partition("=")[::2] for pair in canvas_ids)
     for name, path in (("Canvas", canvas), ("Moodle", moodle)):
         if path:
-            write_canvas(export, path, ids) if name == "Canvas" else write_moodle(export, path)
-            print(f"{name}: {len(roster)} learners x {len(export.assignments)} assignments written to {path}")
+            count = write_canvas(export, path, ids) if name == "Canvas" else write_moodle(export, path)
+            print(f"{name}: {count} learners x {len(export.assignments)} assignments written to {path}")
     for problem in problems(export):
         print(f"export: {problem}", file=sys.stderr)
     return 1 if export.not_on_roster else 0
