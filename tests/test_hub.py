@@ -11,6 +11,7 @@ Screenshots: test-artifacts/browser/hub-*.png; the hub's log: test-artifacts/bro
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pwd
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,8 @@ COURSE, EXCHANGE = SRV / "course", SRV / "exchange"
 ASSIGNMENT = "sharded_step"
 LEARNERS = ("ada", "blake")
 VENV_BIN = Path("/opt/jax-course/venv/bin")
+MANUAL_CELL, MANUAL_POINTS = "pause-and-reason", 2.0  # sharded_step's free-text answer, graded by hand
+AUTOGRADED = 11.0  # ada's sample: every test of sharded_step
 
 PROBE = f'''
 import json, os
@@ -138,22 +142,27 @@ def test_a_class_on_jupyterhub_in_the_browser():
                    "other": {"ada": "blake", "blake": "ada"},
                    "answers": {name: json.loads((ROOT / "samples" / "submitted" / name / ASSIGNMENT /
                                                  f"{ASSIGNMENT}.ipynb").read_text()) for name in LEARNERS},
+                   "manual": {"student": "ada", "cell": MANUAL_CELL, "points": MANUAL_POINTS},
                    "probe": {name: PROBE.replace("{other}", other) for name, other in (("ada", "blake"), ("blake", "ada"))}}
         fixture_path = SRV / "hub" / "fixture.json"  # holds passwords: in the root-only state folder
         fixture_path.write_text(json.dumps(fixture))
 
-        first = _step(url, fixture_path, "submit", "ada")
-        # --- DUE DATE HOOK: the deadline falls between the two learners' submissions, so blake is late. -----------
-        # (The late-penalty work wires this: set the due date as the instructor with nbgrader's own command, e.g.
-        #   _as_instructor(str(VENV_BIN / "nbgrader"), "db", "assignment", "add", ASSIGNMENT,
-        #                  f"--duedate={datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
-        # then assert the late_penalty column of grades.csv and the penalty on blake's feedback page below.)
-        # ---------------------------------------------------------------------------------------------------------
-        second = _step(url, fixture_path, "submit", "blake")
+        # blake submits on time; then the instructor sets the due date (nbgrader's own command) and the course's
+        # policy without grace, so ada, who submits next, is late: 10% of her earned points per started day.
+        first = _step(url, fixture_path, "submit", "blake")
+        with (COURSE / "nbgrader_config.py").open("a") as config:
+            config.write("\nc.PerDayPenalty.grace_minutes = 0  # (the hub test: a deadline seconds ago counts)\n")
+        due = datetime.now(timezone.utc)
+        _as_instructor(str(VENV_BIN / "nbgrader"), "db", "assignment", "add", ASSIGNMENT,
+                       f"--duedate={due:%Y-%m-%d %H:%M:%S} UTC")
+        time.sleep(1.5)
+        second = _step(url, fixture_path, "submit", "ada")
         assert first["submitted"] == 1 and second["submitted"] == 1
 
         pages = {name: _step(url, fixture_path, "feedback", name) for name in LEARNERS}
         assert f"{ASSIGNMENT} · ada" in pages["ada"]["text"] and "Autograded score: 11 / 11" in pages["ada"]["text"]
+        assert "after the due date" in pages["ada"]["text"] and "10% of your earned points" in pages["ada"]["text"]
+        assert "taken off" not in pages["blake"]["text"]
         assert f"{ASSIGNMENT} · blake" in pages["blake"]["text"] and "11 / 11;" not in pages["blake"]["text"]
         for name, other in (("ada", "blake"), ("blake", "ada")):
             assert f"· {other}" not in pages[name]["text"]
@@ -166,6 +175,25 @@ def test_a_class_on_jupyterhub_in_the_browser():
 
         staff = _step(url, fixture_path, "formgrader", "instructor")
         assert all(name in staff["text"] for name in LEARNERS), staff["text"]
+
+        # The instructor grades ada's free-text answer in formgrader, then (as the instructor, in the course root)
+        # reads the hand grades and penalties back and exports the class for Canvas.
+        _step(url, fixture_path, "grade", "instructor")
+        _as_instructor(str(VENV_BIN / "nbgrader"), "db", "student", "import", "roster.csv")
+        _as_instructor(str(VENV_BIN / "python"), "-m", "grader", "report", "--out", str(COURSE))
+        _as_instructor(str(VENV_BIN / "python"), "-m", "grader", "export", "--out", str(COURSE),
+                       "--canvas", str(COURSE / "canvas.csv"))
+        late = round(0.10 * (AUTOGRADED + MANUAL_POINTS), 6)  # one started day at 10% of what she earned
+        with (COURSE / "grades.csv").open(newline="") as handle:
+            grades = {row["student_id"]: row for row in csv.DictReader(handle)}
+        assert float(grades["ada"]["manual_score"]) == MANUAL_POINTS
+        assert float(grades["ada"]["late_penalty"]) == pytest.approx(late)
+        assert float(grades["ada"]["total_score"]) == pytest.approx(AUTOGRADED + MANUAL_POINTS - late)
+        assert float(grades["blake"]["late_penalty"] or 0) == 0.0  # on time
+        with (COURSE / "canvas.csv").open(newline="") as handle:
+            canvas = {row["ID"]: row for row in csv.DictReader(handle)}
+        assert float(canvas["40101"][ASSIGNMENT]) == pytest.approx(AUTOGRADED + MANUAL_POINTS - late)  # ada's LMS id
+        assert canvas["40102"][ASSIGNMENT] == ""  # blake's free-text answer is not graded yet
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
     finally:

@@ -107,6 +107,10 @@ def _staff_owned(path: Path, instructor: str) -> None:
             if not os.path.islink(file) and os.stat(file).st_uid in (0, uid):
                 os.lchown(file, uid, gid)
                 os.chmod(file, (os.stat(file).st_mode & 0o700) | 0o060)
+    # What the grading service (root) writes in there later stays the staff's to read and rewrite (python -m grader
+    # report and export, formgrader): a default ACL gives new folders to the group jdt-graders; files are written
+    # group-readable, and replaced through their folder.
+    run("setfacl", "-R", "-d", "-m", f"g:{accounts.GRADERS}:rwX,o::---", path)
 
 
 def _digest(paths: list[Path]) -> str:
@@ -156,6 +160,7 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.executed.ipynb", "labextensions")
     for folder in ("source", "notebooks", "lab"):
         shutil.copytree(checkout / folder, paths.course / folder, ignore=ignore, dirs_exist_ok=True)
+    shutil.copy2(checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
     (paths.course / "nbgrader_config.py").write_text(
         config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n",

@@ -6,6 +6,7 @@
 //                                  Feedback, open the page; ask for OTHER's server and files (nothing comes back);
 //                                  run PROBE (python) in a kernel of USER's own server
 //   node hub.mjs formgrader USER   log in as staff: formgrader's submissions of the assignment
+//   node hub.mjs grade USER        log in as staff: grade FIXTURE.manual's free-text answer by hand in formgrader
 // Environment: HUB_URL, HUB_FIXTURE (JSON: passwords, assignment, answers {user: notebook}, other {user: user},
 // probe: python code), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
 import fs from 'node:fs';
@@ -146,20 +147,52 @@ async function runInKernel(page, code) {
 }
 
 async function formgrader(page) {
-  await page.locator('body').waitFor();
   await page.goto(`${server}/formgrader/manage_submissions/${A}`);
-  const rows = page.locator('#main_table tr, table tbody tr');
+  // formgrader's table is filled by its script after the page's load event: wait for each learner's row (a reload
+  // only when a submission is not in the gradebook yet)
   const deadline = Date.now() + 120_000;
-  let text = '';
   for (;;) {
-    text = await page.locator('body').innerText();
-    if (FIXTURE.students.every((s) => text.includes(s)) || Date.now() > deadline) break;
-    await page.waitForTimeout(2000);
-    await page.reload();
+    try {
+      for (const s of FIXTURE.students) {
+        await page.locator('#main-table td.student-id', { hasText: s }).first().waitFor({ state: 'visible', timeout: 15_000 });
+      }
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) break;
+      await page.reload();
+    }
   }
+  const text = await page.locator('body').innerText();
   await shot(page, 'formgrader');
   log(`formgrader lists: ${text.split('\n').filter((l) => FIXTURE.students.some((s) => l.includes(s))).join(' | ')}`);
-  return { text: text.slice(0, 3000), rows: await rows.count() };
+  return { text: text.slice(0, 3000), rows: await page.locator('#main-table tr').count() };
+}
+
+// Staff: open the learner's submission in formgrader and grade its free-text answer by hand (the score box of the
+// cell FIXTURE.manual.cell, as an instructor types it; formgrader saves on change).
+async function grade(page) {
+  const learner = FIXTURE.manual.student;
+  await page.goto(`${server}/formgrader/manage_students/${learner}/${A}`);
+  await page.locator('body').waitFor();
+  const listed = await api(page, 'GET', `${server}/formgrader/api/student_notebook_submissions/${learner}/${A}`);
+  check(listed.status === 200 && listed.json.length === 1, `formgrader's submissions of ${learner}: HTTP ${listed.status}`);
+  await page.goto(`${server}/formgrader/submissions/${listed.json[0].id}/`);
+  const box = page.locator(`input.score#${FIXTURE.manual.cell}`);
+  await box.waitFor({ state: 'visible', timeout: 120_000 });
+  await box.fill(String(FIXTURE.manual.points));
+  await box.press('Tab');
+  await page.waitForTimeout(500);
+  // formgrader's own record of the notebook: nothing left to grade by hand once the score is saved
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const now = await api(page, 'GET', `${server}/formgrader/api/student_notebook_submissions/${learner}/${A}`);
+    if (now.status === 200 && now.json[0].needs_manual_grade === false) break;
+    check(Date.now() < deadline, `formgrader did not save the hand grade: ${JSON.stringify(now.json)}`);
+    await page.waitForTimeout(1000);
+  }
+  await shot(page, `graded-${learner}`);
+  log(`graded ${learner}'s ${FIXTURE.manual.cell} by hand: ${FIXTURE.manual.points} points`);
+  return { graded: learner };
 }
 
 async function main() {
@@ -176,7 +209,7 @@ async function main() {
     });
     const page = await context.newPage();
     await login(page);
-    const steps = { submit, feedback, formgrader };
+    const steps = { submit, feedback, formgrader, grade };
     check(STEP in steps, `unknown step ${STEP}`);
     const result = await steps[STEP](page);
     check(outside.length === 0, `requests left the machine: ${outside.slice(0, 3)}`);
