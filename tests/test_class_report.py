@@ -97,6 +97,20 @@ def test_the_report_of_the_class_with_every_status_counts_what_results_json_says
     assert {s: n for s, n in flagged.items() if s != "graded"} == {s: n for s, n in statuses.items() if s != "graded"}
 
 
+def test_the_report_of_the_sample_class(graded, tmp_path):
+    """The demo class alone (the session's graded samples, under their own ids), as `make demo` reports it."""
+    _, out = graded["__meta__"]
+    book = Gradebook(tmp_path)
+    samples = [r for r in Gradebook(out).all_results() if r.student_id.startswith("sample-")]
+    for result in samples:
+        book.save(result, None)
+    seen = _open(_report(tmp_path), "samples")
+    assert seen["scripts"] == 0 and seen["csp_violations"] == [] and seen["images_loaded"] == 1
+    rows = _table(seen, "notebook", "graded")
+    assert sum(int(row[1].split("/")[1]) for row in rows) == len(samples)
+    assert {row[0] for row in rows} == {r.assignment_id for r in samples}
+
+
 def _hostile_class(out: Path, learners: int) -> list[NotebookResult]:
     book, results = Gradebook(out), []
     for i in range(learners):
