@@ -107,12 +107,13 @@ def _start_lab(course: Path, home: Path, token: str, log_path: Path) -> tuple[su
     pytest.fail(f"JupyterLab did not start:\n{log_path.read_text()[-4000:]}")
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM lets JupyterLab shut its kernels down; then the whole process group is killed."""
+def _stop(process: subprocess.Popen, how: int = signal.SIGTERM, patience: float = 20) -> None:
+    """SIGTERM lets JupyterLab shut its kernels down (SIGINT, Ctrl-C, a hub its servers); then the whole process
+    group is killed."""
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(how)
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=patience)
         except subprocess.TimeoutExpired:
             pass
     try:

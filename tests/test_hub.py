@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import ARTIFACTS, BROWSER, JUPYTER, ROOT, _free_port, _setup_browser
+from test_browser import ARTIFACTS, BROWSER, JUPYTER, ROOT, _free_port, _setup_browser, _stop
 
 SRV = Path("/srv/jax-course-test")
 COURSE, EXCHANGE = SRV / "course", SRV / "exchange"
@@ -90,21 +90,6 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float) -
         assert process.poll() is None, f"the hub stopped:\n{log.read_text()[-4000:]}"
         assert time.monotonic() < deadline, f"no {text!r} in {timeout:.0f} s:\n{log.read_text()[-4000:]}"
         time.sleep(0.5)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """Ctrl-C, as at the terminal: JupyterHub stops the proxy, the grading service and every server."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
 
 
 @pytest.mark.slow
@@ -197,5 +182,5 @@ def test_a_class_on_jupyterhub_in_the_browser():
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
     finally:
-        _stop(hub)
+        _stop(hub, signal.SIGINT, 60)  # Ctrl-C, as at the terminal: the hub stops its proxy, service, servers
     print(f"hub ready {ready:.0f} s after `python -m grader hub`; whole test {time.monotonic() - began:.0f} s")

@@ -30,6 +30,7 @@ from grader.submission import timestamps
 from grader.submission.feedback import render
 from grader.submission.gradebook import Gradebook
 from grader.submission.pipeline import Settings
+from test_service_attacks import RecordingPool
 
 DUE = datetime.datetime(2026, 11, 20, 12, 0)
 HOUR = datetime.timedelta(hours=1)
@@ -111,15 +112,17 @@ def test_the_service_records_the_later_of_the_learners_time_and_its_own():
 
 # -- grades.csv, results.json, the report, the feedback page, hand grades ---------------------------------------------
 
-def _course(tmp_path: Path, extra: str = "") -> Path:
-    """A course root whose nbgrader_config.py declares the policy and a due date, as an instructor would."""
+def _course(tmp_path: Path, extra: str = "", *, due: datetime.datetime | None = None) -> Path:
+    """A course root whose nbgrader_config.py declares the policy and a due date (``due``, default DUE) for
+    sharded_step, as an instructor would."""
+    due = due or DUE
     root = tmp_path / "course"
     root.mkdir()
     (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""
         from grader.nbgrader_adapter.late import PerDayPenalty
         c = get_config()
         c.AssignLatePenalties.plugin_class = PerDayPenalty
-        c.Deadlines.duedates = {{"sharded_step": "{DUE:%Y-%m-%d %H:%M:%S} UTC"}}
+        c.Deadlines.duedates = {{"sharded_step": "{due:%Y-%m-%d %H:%M:%S} UTC"}}
     """) + extra)
     return root
 
@@ -254,20 +257,6 @@ def test_the_penalty_sentence_is_escaped_on_the_page():
 
 # -- the grading service: a backdated timestamp.txt gains nothing -----------------------------------------------------
 
-class _RecordingPool:
-    def __init__(self, course, settings, workers):
-        self.tasks = []
-
-    def submit(self, task):
-        self.tasks.append(task)
-
-    def waiting(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_backdated_timestamp_arriving_after_the_due_date_is_late(tmp_path, monkeypatch):
     """The learner writes a time two hours before the due date into timestamp.txt (and the folder's name, which
     nbgrader's submit makes from the same time) and submits an hour after the due date. The attempt the service
@@ -275,7 +264,7 @@ def test_a_backdated_timestamp_arriving_after_the_due_date_is_late(tmp_path, mon
     import getpass
     import secrets
 
-    monkeypatch.setattr(app, "Pool", _RecordingPool)
+    monkeypatch.setattr(app, "Pool", RecordingPool)
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
     due, claimed = now - HOUR, timestamps.show(now - 3 * HOUR)
     inbound = tmp_path / "exchange" / "course" / "inbound"

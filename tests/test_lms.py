@@ -11,17 +11,16 @@ import datetime
 import io
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from grader import cli
 from grader import results as recorded
-from grader.nbgrader_adapter import lms
 from grader.results import NotebookResult, Status
 from grader.submission import timestamps
 from grader.submission.gradebook import Gradebook
+from test_late import _course as late_course
 
 ROOT = Path(__file__).resolve().parents[1]
 DUE = datetime.datetime(2026, 11, 20, 12, 0)
@@ -36,14 +35,7 @@ def _result(student, assignment, points, *, late_hours=None):
 @pytest.fixture
 def graded(tmp_path, monkeypatch):
     """A course root with a due date for sharded_step (10 % a day) and a class graded into OUT."""
-    root = tmp_path / "course"
-    root.mkdir()
-    (root / "nbgrader_config.py").write_text(textwrap.dedent(f"""
-        from grader.nbgrader_adapter.late import PerDayPenalty
-        c = get_config()
-        c.AssignLatePenalties.plugin_class = PerDayPenalty
-        c.Deadlines.duedates = {{"sharded_step": "{DUE:%Y-%m-%d %H:%M:%S} UTC"}}
-    """))
+    root = late_course(tmp_path, due=DUE)
     monkeypatch.setenv("COURSE_ROOT", str(root))  # Course.default(): its nbgrader_config.py holds the policy
     out = tmp_path / "out"
     for result in (_result("ada", "sharded_step", [5.0, 3.0], late_hours=30),  # 8 points, 2 started days late
