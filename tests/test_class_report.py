@@ -15,7 +15,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from grader.classroom import class_data, class_page
 from grader.results import NotebookResult, Status
