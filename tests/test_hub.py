@@ -179,6 +179,11 @@ def test_a_class_on_jupyterhub_in_the_browser():
             canvas = {row["ID"]: row for row in csv.DictReader(handle)}
         assert float(canvas["40101"][ASSIGNMENT]) == pytest.approx(AUTOGRADED + MANUAL_POINTS - late)  # ada's LMS id
         assert canvas["40102"][ASSIGNMENT] == ""  # blake's free-text answer is not graded yet
+        # formgrader's Release Feedback (nbgrader's release_feedback): ada's page, with her hand grade and the penalty
+        # recomputed from it, replaces the one the service released at Submit; she fetches it again
+        _as_instructor(str(VENV_BIN / "nbgrader"), "release_feedback", ASSIGNMENT, "--student", "ada")
+        again = _step(url, fixture_path, "feedback", "ada")["text"]
+        assert f"({late:g} of {AUTOGRADED + MANUAL_POINTS:g})" in again, again[:1500]
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
     finally:

@@ -251,6 +251,9 @@ class Service:
         exchange.release(self.options.exchange, self.options.course_id, secret, notebook, with_banner(text, lines))
         self.counts["graded" if graded else "not_graded"] += 1
         if counted is attempt and result is not None:
+            submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
+            if submitted.is_dir():  # for nbgrader's release_feedback (formgrader's button), after hand grading
+                (submitted / "submission_secret.txt").write_text(secret, encoding="utf-8")
             self.bookkeeping.put((folder, result))
         print(f"serve: {arrival.student_id}/{arrival.assignment_id}: "
               f"{attempt.status} {'-' if attempt.score is None else f'{attempt.score:g}'}/"
@@ -306,6 +309,13 @@ class Service:
                 if source.is_file():
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, target)
+            # nbgrader's release_feedback (formgrader's Release Feedback) sends an updated page (hand grades, the
+            # late penalty recomputed) to the learner under the same name: it reads these two beside the page.
+            submitted = folder / "submitted" / result.student_id / result.assignment_id
+            pages = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent
+            for name in ("timestamp.txt", "submission_secret.txt"):
+                if (submitted / name).is_file() and not (submitted / name).is_symlink() and pages.is_dir():
+                    shutil.copyfile(submitted / name, pages / name)
         if self.options.gradebook:
             from grader.nbgrader_adapter.db import export_grades
 
