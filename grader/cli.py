@@ -296,8 +296,10 @@ def cmd_hub(args) -> int:
 
 
 def cmd_instructor(args) -> int:
+    from grader.classroom.class_page import placeholder
     from grader.course.workspace import instructor_lab
 
+    placeholder(Course.default().root)  # formgrader's Class report link finds a page before the first report
     return _exec_lab(*instructor_lab(Course.default(), extra=args.jupyter_args))
 
 

@@ -150,3 +150,11 @@ def test_the_report_of_a_class_of_a_thousand_stays_small_and_lists_everyone_in_i
         rows = list(csv.DictReader(handle))
     failed = sum(1 for r in results if r.status is Status.GRADED for t in r.tests if not t.passed)
     assert len(rows) == failed
+
+
+def test_before_the_first_report_the_link_finds_a_page_that_says_how_to_make_one(tmp_path):
+    page = class_page.placeholder(tmp_path)
+    assert page is not None and "python -m grader report --out . --html" in page.read_text()
+    class_page.write(class_data.summarize(_hostile_class(tmp_path, 4)), tmp_path)
+    report = page.read_text()
+    assert class_page.placeholder(tmp_path) is None and page.read_text() == report  # a report is never replaced

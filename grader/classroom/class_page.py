@@ -178,3 +178,18 @@ def write(summary: ClassSummary, out: Path, *, title: str = "Class report") -> P
     index = folder / "index.html"
     atomic_write(index, page(summary, title=title))
     return index
+
+
+def placeholder(out: Path) -> Path | None:
+    """``{out}/class-report/index.html`` saying how to make the report, where there is none yet (formgrader's
+    sidebar links it before the first grading); None when a report is there already."""
+    index = out / FOLDER / "index.html"
+    if index.exists():
+        return None
+    atomic_write(index, f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+                        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\"><title>Class report</title>"
+                        f"<style>{STYLE}</style></head><body><h1>Class report</h1><p>No class has been reported yet. "
+                        "After grading, run <code>python -m grader report --out . --html</code> in the course root "
+                        "(<code>make demo</code> does): this page then shows the scores, the hardest tests, the "
+                        "most common mistakes, the statuses and the grading time.</p></body></html>")
+    return index

@@ -161,6 +161,9 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     for folder in ("source", "notebooks", "lab"):
         shutil.copytree(checkout / folder, paths.course / folder, ignore=ignore, dirs_exist_ok=True)
     shutil.copy2(checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
+    from grader.classroom.class_page import placeholder
+
+    placeholder(paths.course)  # formgrader's Class report link finds a page before the first report
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
     (paths.course / "nbgrader_config.py").write_text(
         config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n",
