@@ -18,6 +18,7 @@ The repository checkout is world-readable and holds what no learner may read (``
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ import pwd
 import grp
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -91,9 +93,27 @@ def folders(paths: Paths, instructor: str | None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         os.chown(folder, 0, 0)
         os.chmod(folder, mode)
+    uid_locks()
     if instructor:  # once the accounts exist
         paths.course.mkdir(exist_ok=True)
         _staff_owned(paths.course, instructor)
+
+
+def uid_locks(locks: Path | None = None) -> None:
+    """The grading service's uid leases (``grader.sandbox.lease``: a lock file per sandbox uid, opened by root) are
+    in the world-writable temporary folder. A learner who made that folder first would own it, so root would open
+    the learner's links (truncating any file they name), block on a FIFO, or find every uid held: it is made here,
+    root's and 0700, before the service starts, and the hub refuses while it is anyone else's."""
+    from grader.sandbox.lease import UID_LOCKS
+
+    locks = locks or UID_LOCKS
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(locks, 0o700)
+    info = os.lstat(locks)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
+        raise HubRefused(f"{locks} (the grading service's sandbox uid locks) is not a folder of root's with mode 0700 "
+                         f"(owner uid {info.st_uid}, mode {oct(info.st_mode & 0o7777)}): someone else made it; stop "
+                         f"every grader, remove it (rm -r {locks}) and start again")
 
 
 def _staff_owned(path: Path, instructor: str) -> None:
