@@ -274,3 +274,57 @@ def test_a_learner_cannot_plant_the_grading_services_uid_locks():
     found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("LOCKS "))[6:])
     assert found["victim"] == "root's file", f"root truncated a file through a learner's lock link: {found}"
     assert found["refused"] and "grader-uid-locks" in found["refused"], found
+
+
+def _as_learner(user: str, *argv: str) -> subprocess.CompletedProcess:
+    """A command as the learner, in their home, with their server's environment (nbgrader reads the hub's config)."""
+    home = pwd.getpwnam(user).pw_dir
+    return subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin", f"HOME={home}",
+                           "LANG=C.UTF-8", f"JUPYTER_CONFIG_PATH={SRV / 'learner-config'}", *argv],
+                          cwd=home, capture_output=True, text=True, timeout=300)
+
+
+def test_another_learner_cannot_read_feedback_pages(hub):
+    """The service releases each page into the exchange's feedback folder under the hash of the submission's secret
+    (nbgrader's name). The names hide nothing if learners can list the folder: every page names its learner (the
+    title) and shows their score and outputs. ada submits and fetches her feedback; blake lists the folder and reads
+    what he finds."""
+    victim, attacker, assignment = "ada", "blake", "sharded_step"
+    course = SRV / "course"
+    release = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
+                              "HOME=/home/instructor", f"COURSE_ROOT={course}", "LANG=C.UTF-8",
+                              str(VENV_BIN / "nbgrader"), "release_assignment", assignment, "--force"],
+                             cwd=course, capture_output=True, text=True, timeout=300)
+    assert release.returncode == 0, release.stderr[-3000:]
+    home = Path(pwd.getpwnam(victim).pw_dir)
+    shutil.rmtree(home / assignment, ignore_errors=True)
+    shutil.rmtree(home / ".local" / "share" / "jupyter" / "nbgrader_cache", ignore_errors=True)
+    fetched = _as_learner(victim, "nbgrader", "fetch_assignment", assignment)
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    shutil.copy(ROOT / "samples" / "submitted" / victim / assignment / f"{assignment}.ipynb", home / assignment)
+    shutil.chown(home / assignment / f"{assignment}.ipynb", victim, victim)
+    submitted = _as_learner(victim, "nbgrader", "submit", assignment)
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    log = ARTIFACTS / "hub.log"
+    deadline = time.monotonic() + 300
+    while f"serve: {victim}/{assignment}: graded" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+    mine = _as_learner(victim, "nbgrader", "fetch_feedback", assignment)  # the page still reaches its learner
+    assert mine.returncode == 0, mine.stderr[-3000:]
+    pages = list((home / assignment / "feedback").rglob("*.html"))
+    assert pages and f"{assignment} · {victim}" in pages[0].read_text(), (mine.stdout, mine.stderr)
+
+    feedback = SRV / "exchange" / "jax-distributed-training" / "feedback"
+    done = _as(attacker, "import json, os, sys\n"
+                         "found = {}\n"
+                         "try:\n"
+                         "    for name in os.listdir(sys.argv[1]):\n"
+                         "        found[name] = open(os.path.join(sys.argv[1], name)).read()\n"
+                         "except OSError as error:\n"
+                         "    found['error'] = type(error).__name__\n"
+                         "print('FEEDBACK ' + json.dumps(found))\n", str(feedback))
+    found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("FEEDBACK "))[9:])
+    read = [name for name, text in found.items() if f"{assignment} · {victim}" in text]
+    assert not read, f"{attacker} listed the feedback folder and read {victim}'s page: {read}"
+    assert found == {"error": "PermissionError"}, found

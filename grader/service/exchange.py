@@ -108,7 +108,8 @@ def prepare(exchange: Path, course_id: str) -> None:
     _own_folder(course / "feedback")
     if not (course / "feedback").exists():
         (course / "feedback").mkdir()
-        os.chmod(course / "feedback", 0o755)  # listable, as nbgrader's; the names are unguessable
+        os.chmod(course / "feedback", 0o711)  # as nbgrader's release_feedback makes it: a page is fetched by its
+        # hashed name, never found by listing (each page names its learner and shows their score and outputs)
 
 
 def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[str], *,
