@@ -56,14 +56,14 @@ def hub():
             if ":" in line and not line.startswith("#"):
                 name, word = line.split(":", 1)
                 passwords[name] = word
-        yield Hub(f"http://127.0.0.1:{port}", passwords, requests)
+        yield Hub(f"http://127.0.0.1:{port}", passwords, requests, service_port)
     finally:
         _stop(process)
 
 
 class Hub:
-    def __init__(self, url: str, passwords: dict[str, str], requests):
-        self.url, self.passwords, self.requests = url, passwords, requests
+    def __init__(self, url: str, passwords: dict[str, str], requests, service_port: int):
+        self.url, self.passwords, self.requests, self.service_port = url, passwords, requests, service_port
 
     def login(self, user: str) -> str:
         """Log in through the hub's login page (PAM), start the user's server, return an API token of theirs."""
@@ -328,3 +328,43 @@ def test_another_learner_cannot_read_feedback_pages(hub):
     read = [name for name, text in found.items() if f"{assignment} · {victim}" in text]
     assert not read, f"{attacker} listed the feedback folder and read {victim}'s page: {read}"
     assert found == {"error": "PermissionError"}, found
+
+
+HOLD = """
+import socket, sys, time
+held = []
+for _ in range(int(sys.argv[2])):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5))
+    except OSError:
+        pass
+print("HELD", len(held), flush=True)
+time.sleep(30)
+"""
+STATUS = """
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/status", timeout=5) as answer:
+        print("STATUS", answer.status)
+except Exception as error:
+    print("STATUS", type(error).__name__)
+"""
+
+
+def test_one_learner_cannot_shut_the_others_out_of_validate(hub):
+    """The grading service's loopback port (Validate's diagnoses, /status) closes connections beyond 32 open at once.
+    A learner who opens 40 and sends nothing (reconnecting as the service cuts them) leaves every other learner
+    none: ada's request is closed unanswered."""
+    from grader.service import routes
+
+    attacker = subprocess.Popen(["runuser", "-u", "blake", "--", str(VENV_BIN / "python"), "-c", HOLD,
+                                 str(hub.service_port), str(routes.CONNECTIONS_AT_ONCE + 8)],
+                                cwd="/", stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = attacker.stdout.readline()
+        assert line.startswith("HELD"), line
+        answer = _as("ada", STATUS, str(hub.service_port), timeout=30).stdout
+        assert "STATUS 200" in answer, f"blake's idle connections shut ada out of the grading service: {answer}"
+    finally:
+        os.killpg(attacker.pid, 9)
+        attacker.wait()

@@ -3,19 +3,23 @@
 Every learner on the machine can connect, so a request is bounded before any work: at most ``CONNECTIONS_AT_ONCE``
 open connections (more are closed as they are accepted), ``REQUEST_DEADLINE_S`` for a whole request, a body of at
 most ``MAX_REQUEST_BYTES`` read completely before a judging slot is taken, ``VALIDATE_AT_ONCE`` requests judged at
-once, and a request that fails is answered 500 without stopping anything.
+once, and a request that fails is answered 500 without stopping anything. Of those connections, one Unix account
+holds at most ``CONNECTIONS_PER_ACCOUNT`` (the peer's account is read from ``/proc/net/tcp``, loopback's only
+witness), so one learner's idle sockets cannot shut every other learner out of Validate.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import socket
+import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
 VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
 CONNECTIONS_AT_ONCE = 32  # open connections; more are closed at once (descriptors stay for grading)
+CONNECTIONS_PER_ACCOUNT = 4  # open connections of one Unix account (Validate sends one request at a time)
 REQUEST_DEADLINE_S = 10.0  # a whole request (headers and body) must arrive within this
 
 
@@ -29,16 +33,32 @@ class Server(ThreadingHTTPServer):
     def __init__(self, address, handler):
         super().__init__(address, handler)
         self.slots = threading.BoundedSemaphore(CONNECTIONS_AT_ONCE)
+        self.accounts: dict[int | None, int] = {}  # open connections per peer account
+        self.owners: dict[int, int | None] = {}  # id(connection): its peer's account
+        self.accounts_lock = threading.Lock()
 
     def process_request(self, request, client_address):
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
+        account = peer_uid(request)
+        with self.accounts_lock:
+            mine = self.accounts.get(account, 0)
+            if mine >= CONNECTIONS_PER_ACCOUNT or not self.slots.acquire(blocking=False):
+                self.shutdown_request(request)
+                return
+            self.accounts[account] = mine + 1
+            self.owners[id(request)] = account
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self._release(request)
             raise
+
+    def _release(self, request) -> None:
+        with self.accounts_lock:
+            account = self.owners.pop(id(request))
+            self.accounts[account] -= 1
+            if not self.accounts[account]:
+                del self.accounts[account]
+            self.slots.release()
 
     def process_request_thread(self, request, client_address):
         cut = threading.Timer(REQUEST_DEADLINE_S, _cut, args=(request,))
@@ -48,10 +68,30 @@ class Server(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             cut.cancel()
-            self.slots.release()
+            self._release(request)
 
     def handle_error(self, request, client_address):  # a client that went away or was cut off: not news
         pass
+
+
+def _tcp_address(host: str, port: int) -> str:
+    """An IPv4 address as ``/proc/net/tcp`` writes it (the address in host byte order, then the port, in hex)."""
+    return f"{struct.unpack('=I', socket.inet_aton(host))[0]:08X}:{port:04X}"
+
+
+def peer_uid(connection) -> int | None:
+    """The Unix account whose socket is the other end of a loopback connection, or None when it cannot be told."""
+    try:
+        peer, local = connection.getpeername(), connection.getsockname()
+        wanted = (_tcp_address(*peer[:2]), _tcp_address(*local[:2]))
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            for line in table:
+                fields = line.split()
+                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
+                    return int(fields[7])
+    except (OSError, ValueError, struct.error):
+        pass
+    return None
 
 
 def _cut(connection) -> None:
