@@ -179,6 +179,15 @@ def test_a_class_on_jupyterhub_in_the_browser():
             canvas = {row["ID"]: row for row in csv.DictReader(handle)}
         assert float(canvas["40101"][ASSIGNMENT]) == pytest.approx(AUTOGRADED + MANUAL_POINTS - late)  # ada's LMS id
         assert canvas["40102"][ASSIGNMENT] == ""  # blake's free-text answer is not graded yet
+        # formgrader's Autograde runs as the instructor, who cannot seal kernels: it refuses and changes nothing
+        _as_instructor(str(VENV_BIN / "nbgrader"), "collect", ASSIGNMENT)  # the submissions, where Autograde reads
+        before = (COURSE / "grades.csv").read_bytes()
+        refused = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
+                                  "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8",
+                                  str(VENV_BIN / "nbgrader"), "autograde", ASSIGNMENT, "--student", "blake",
+                                  "--force"], cwd=COURSE, capture_output=True, text=True, timeout=300)
+        assert "would run unsealed as instructor" in refused.stdout + refused.stderr, refused.stderr[-3000:]
+        assert (COURSE / "grades.csv").read_bytes() == before
         # formgrader's Release Feedback (nbgrader's release_feedback): ada's page, with her hand grade and the penalty
         # recomputed from it, replaces the one the service released at Submit; she fetches it again
         _as_instructor(str(VENV_BIN / "nbgrader"), "release_feedback", ASSIGNMENT, "--student", "ada")

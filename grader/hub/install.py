@@ -186,7 +186,9 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     placeholder(paths.course)  # formgrader's Class report link finds a page before the first report
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
     (paths.course / "nbgrader_config.py").write_text(
-        config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n",
+        config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n"
+        # formgrader runs as the instructor, who cannot seal kernels: its Autograde refuses (the service grades)
+        "c.ProjectAutograde.sealed_only = True\n",
         encoding="utf-8")
     # The instructor's server starts in its home, not the course root: this loads the course's configuration.
     hub = paths.course / "lab" / "hub"

@@ -52,6 +52,7 @@ class ScaffoldSolutions(ClearSolutions):
 # the grader itself) and GenerateFeedback writes the project's feedback page. No stock step that
 # executes learner code, scores cells or renders hidden tests is left in either.
 
+import getpass  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
@@ -62,7 +63,7 @@ from pathlib import Path  # noqa: E402
 import nbformat  # noqa: E402
 from nbconvert.exporters import Exporter, NotebookExporter  # noqa: E402
 from nbconvert.preprocessors import Preprocessor  # noqa: E402
-from traitlets import Unicode, default  # noqa: E402
+from traitlets import Bool, Unicode, default  # noqa: E402
 
 
 class NotGradedByProject(RuntimeError):
@@ -148,6 +149,8 @@ class ProjectAutograde(Preprocessor):
     """
 
     course_root = Unicode("", help="the course root (nbgrader_config.py sets it)").tag(config=True)
+    sealed_only = Bool(False, help="refuse to grade where kernels cannot be sealed (not root): on a hub, formgrader "
+                                   "runs as the instructor and the grading service grades as root").tag(config=True)
 
     @default("enabled")
     def _enabled(self):  # nbconvert preprocessors run only when enabled; nbgrader's own are on by default
@@ -163,6 +166,12 @@ class ProjectAutograde(Preprocessor):
         for kind, name in (("student id", student), ("assignment id", assignment), ("notebook name", notebook)):
             if not identifiers.valid(name):  # IntakeGuard refuses these first; this step never grades one either
                 raise NotGradedByProject(identifiers.refusal(kind, intake.shown_name(name), name))
+        if self.sealed_only and os.geteuid() != 0:
+            # Unsealed, the learner's code would run as the instructor, next to the gradebook and the rubrics.
+            raise NotGradedByProject(
+                f"not graded, nothing stored: {intake.shown_name(student)}/{assignment} would run unsealed as "
+                f"{getpass.getuser()}. On this course the grading service grades every submission at Submit, as root; "
+                "a learner's new Submit is graded again the same way (docs/how-to/run-a-class-on-jupyterhub.md)")
         root = _course_root(self.course_root)
         submitted = Path(resources["metadata"]["path"])
         with tempfile.TemporaryDirectory() as tmp:
