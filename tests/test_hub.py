@@ -92,14 +92,19 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float) -
         time.sleep(0.5)
 
 
-@pytest.mark.slow
-def test_a_class_on_jupyterhub_in_the_browser():
+def hub_prerequisites() -> None:
+    """Skip, saying why, where a hub cannot start: not root, no project environment, no npm for its proxy."""
     if os.geteuid() != 0:
         pytest.skip("the hub makes Unix accounts and runs each learner's server as that learner: run as root")
     if not JUPYTER.exists():
         pytest.skip(f"{JUPYTER} is missing: run `make test`, which installs the project's environment")
     if shutil.which("npm") is None:
         pytest.skip("npm is missing: JupyterHub's proxy (configurable-http-proxy) is installed with npm")
+
+
+@pytest.mark.slow
+def test_a_class_on_jupyterhub_in_the_browser():
+    hub_prerequisites()
     _setup_browser()
     began = time.monotonic()
     shutil.rmtree(SRV, ignore_errors=True)

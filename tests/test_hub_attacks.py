@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import JUPYTER, ROOT, _free_port
-from test_hub import VENV_BIN, _stop, _wait_for
+from test_browser import ROOT, _free_port
+from test_hub import VENV_BIN, _stop, _wait_for, hub_prerequisites
 
 SRV = Path("/srv/jax-course-attacks")
 ARTIFACTS = ROOT / "test-artifacts" / "hub-attacks"
@@ -31,12 +31,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def hub():
-    if os.geteuid() != 0:
-        pytest.skip("the hub makes Unix accounts and runs each learner's server as that learner: run as root")
-    if not JUPYTER.exists():
-        pytest.skip(f"{JUPYTER} is missing: run `make test`, which installs the project's environment")
-    if shutil.which("npm") is None:
-        pytest.skip("npm is missing: JupyterHub's proxy (configurable-http-proxy) is installed with npm")
+    hub_prerequisites()
     requests = pytest.importorskip("requests")
     pytest.importorskip("websocket")
     shutil.rmtree(SRV, ignore_errors=True)
@@ -58,7 +53,7 @@ def hub():
                 passwords[name] = word
         yield Hub(f"http://127.0.0.1:{port}", passwords, requests, service_port)
     finally:
-        _stop(process)
+        _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
 
 
 class Hub:
