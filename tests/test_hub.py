@@ -120,6 +120,8 @@ def test_a_class_on_jupyterhub_in_the_browser():
         _wait_for(log_path, "JupyterHub is now running", hub, 900)
         _wait_for(log_path, "serve: watching", hub, 300)
         ready = time.monotonic() - began
+        placeholder = (COURSE / "class-report" / "index.html").read_text()  # formgrader's Class report link, before
+        assert "python -m grader report --out . --html" in placeholder  # the first report: how to make one
         for name in LEARNERS:
             _fresh_learner(name)
         _as_instructor(str(VENV_BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force")
@@ -169,7 +171,6 @@ def test_a_class_on_jupyterhub_in_the_browser():
         # The instructor grades ada's free-text answer in formgrader, then (as the instructor, in the course root)
         # reads the hand grades and penalties back and exports the class for Canvas.
         _step(url, fixture_path, "grade", "instructor")
-        _as_instructor(str(VENV_BIN / "nbgrader"), "db", "student", "import", "roster.csv")
         _as_instructor(str(VENV_BIN / "python"), "-m", "grader", "report", "--out", str(COURSE))
         _as_instructor(str(VENV_BIN / "python"), "-m", "grader", "export", "--out", str(COURSE),
                        "--canvas", str(COURSE / "canvas.csv"))
@@ -203,3 +204,21 @@ def test_a_class_on_jupyterhub_in_the_browser():
     finally:
         _stop(hub, signal.SIGINT, 60)  # Ctrl-C, as at the terminal: the hub stops its proxy, service, servers
     print(f"hub ready {ready:.0f} s after `python -m grader hub`; whole test {time.monotonic() - began:.0f} s")
+
+
+def test_a_second_hub_on_the_machine_keeps_the_accounts_passwords(tmp_path, monkeypatch):
+    """Accounts are the machine's: a hub on another class folder (the tests', say) must not change the passwords a
+    running class logs in with. No account is touched here: the account commands are recorded, not run."""
+    from grader.hub import accounts
+
+    ran = []
+    monkeypatch.setattr(accounts, "_run", lambda *argv, stdin=None: ran.append((argv[0], stdin)))
+    monkeypatch.setattr(accounts.os, "chmod", lambda *a, **k: None)
+    machine = tmp_path / "etc" / "passwords.txt"
+    wanted = [accounts.Account("root", ("jdt-test",))]
+    first = accounts.ensure(wanted, (tmp_path / "class").mkdir() or tmp_path / "class" / "passwords.txt", machine)
+    assert [c for c in ran if c[0] == "chpasswd"] == [("chpasswd", f"root:{first['root']}\n")]
+    ran.clear()
+    second = accounts.ensure(wanted, (tmp_path / "tests").mkdir() or tmp_path / "tests" / "passwords.txt", machine)
+    assert second == first and not [c for c in ran if c[0] == "chpasswd"]
+    assert accounts.read_passwords(tmp_path / "tests" / "passwords.txt") == first  # the class folder's copy

@@ -3,7 +3,7 @@
 Each learner's server and kernels run as that learner's own account (JupyterHub's LocalProcessSpawner), so the
 accounts are real: made with ``useradd``, passwords set with ``chpasswd``, homes of mode 0700. Made again, nothing
 changes: an account that exists is reused (its groups and home mode are put right), a password already written to
-the password file is kept.
+the machine's password file (``/etc/jax-course/passwords.txt``, shared by every hub of the machine) is kept.
 """
 from __future__ import annotations
 
@@ -60,11 +60,19 @@ def members(group: str) -> set[str]:
     return set(entry.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid}
 
 
-def ensure(wanted: list[Account], password_file: Path) -> dict[str, str]:
-    """Make (or reuse) every account; return each one's demo password, also in ``password_file`` (root, 0600)."""
+# The accounts are the machine's, whichever class folder a hub uses (``COURSE_HUB_SRV``): so are their passwords. A
+# second hub on the same machine (the tests', say) reuses them instead of changing every learner's password.
+MACHINE_PASSWORDS = Path("/etc/jax-course/passwords.txt")
+
+
+def ensure(wanted: list[Account], password_file: Path, machine_file: Path = MACHINE_PASSWORDS) -> dict[str, str]:
+    """Make (or reuse) every account; return each one's demo password, kept in ``machine_file`` for every hub of
+    this machine and copied to ``password_file`` (both root, 0600)."""
     for group in {g for account in wanted for g in account.groups}:
         _group(group)
-    known = read_passwords(password_file)
+    machine_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(machine_file.parent, 0o700)
+    known = {**read_passwords(password_file), **read_passwords(machine_file)}
     passwords: dict[str, str] = {}
     for account in wanted:
         try:
@@ -80,6 +88,7 @@ def ensure(wanted: list[Account], password_file: Path) -> dict[str, str]:
     changed = {name: word for name, word in passwords.items() if known.get(name) != word}
     if changed:
         _run("chpasswd", stdin="".join(f"{name}:{word}\n" for name, word in changed.items()))
+    write_passwords(machine_file, {**read_passwords(machine_file), **passwords})
     write_passwords(password_file, passwords)
     return passwords
 

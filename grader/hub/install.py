@@ -269,10 +269,14 @@ def check_learner_side(paths: Paths, learner: str) -> None:
 
 
 def register_assignments(paths: Paths, instructor: str) -> None:
-    """formgrader's gradebook knows the course's assignments (as ``make instructor`` does; ~10 s each, once)."""
+    """formgrader's gradebook knows the course's assignments (as ``make instructor`` does; ~10 s each, once) and the
+    roster's learners."""
     as_user(instructor, paths.venv / "bin" / "python", "-c",
             "from grader.course.workspace import register_assignments; from grader.layout import Course; "
             "register_assignments(Course.default())",
+            env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=paths.course)
+    # the roster (with each learner's LMS id) for formgrader and `python -m grader export --canvas`
+    as_user(instructor, paths.venv / "bin" / "nbgrader", "db", "student", "import", "roster.csv", "--log-level=WARN",
             env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=paths.course)
 
 
