@@ -41,7 +41,8 @@ _PLAIN_SHARDING = re.compile(r"\{[a-z_]*(=\[[0-9,]{1,20}\](<=\[[0-9,]{1,12}\](T\
 
 # What a test says of a value its cell never recorded: the notebook stopped before it (an unfinished TODO, an
 # earlier error). The class report counts these apart from the mistakes of learners who got that far.
-NOT_REACHED = "no value was recorded (the test stopped before reaching it)"
+NOT_REACHED = ("not checked: the notebook stopped before this test could record it "
+               "(is every TODO above it solved and run?)")
 
 class Mismatch(AssertionError):
     """A recorded value is missing or differs from the reference."""
