@@ -98,6 +98,7 @@ def cmd_grade(args) -> int:
 def cmd_serve(args) -> int:
     from grader.service.app import Options, serve
     from grader.classroom.batch import default_workers
+    from grader.programs.judged import Judged
     from grader.service.attempts import Policy
     from grader.submission.pipeline import Settings
 
@@ -111,7 +112,8 @@ def cmd_serve(args) -> int:
         print("serve: warning: not running as root, so kernels are not sealed (docs/explanation/security-model.md)",
               file=sys.stderr)
     settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices,
-                        platform=args.platform, confine=not args.no_confine, compile_cache=False)
+                        platform=args.platform, confine=not args.no_confine, compile_cache=False,
+                        judged=Judged())  # the service's run is its lifetime: identical programs judged once
     options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
                       out=args.out.resolve(), policy=policy, workers=args.workers or default_workers(),
                       gradebook=args.gradebook, port=args.port, check_owner=not args.no_check_owner)

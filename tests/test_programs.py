@@ -226,3 +226,88 @@ def test_runs_a_dask_worker_sends_back_are_checked_and_never_replaced_by_local_r
                    dict(good, inputs=[{"shape": [2], "dtype": "float32", "data": [1, 2]}] * 3), "not a run"]:
         run = programs_from({"programs": {"test-step/step": forged}}, declared)["test-step"]["step"]
         assert "could not be read" in run.error
+
+
+# -- identical programs judged once per grading run (grader.programs.judged) -------------------------------------
+@pytest.fixture
+def launches(monkeypatch):
+    """Every sandbox the programs were run in (the real runner still runs)."""
+    from grader.programs import launch
+
+    started, real = [], launch._run_confined
+
+    def counted(conf, request, *args, **kwargs):
+        started.append([p["key"] for p in request["programs"]])
+        return real(conf, request, *args, **kwargs)
+
+    monkeypatch.setattr(launch, "_run_confined", counted)
+    return started
+
+
+def test_identical_programs_are_run_once_per_grading_run_and_each_learner_gets_a_copy(blobs, tmp_path, launches):
+    from grader.programs.judged import Judged
+
+    judged, settings = Judged(), settings_for(tmp_path)
+    first = run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged)["step"]
+    again = run_programs({"program.step": blobs["step"], "doubled": blobs["doubled"]},
+                         [Program("program.step", 4, STEP), Program("doubled", 4, STEP)], 4, settings, judged=judged)
+    assert launches == [["step"], ["doubled"]]  # the second notebook's step was not run again; its other program was
+    reused = again["program.step"]
+    assert reused.key == "program.step" and reused.error is None and judged.reused == 1
+    for mine, theirs in zip(first.inputs + [o.value for o in first.outputs],
+                            reused.inputs + [o.value for o in reused.outputs]):
+        np.testing.assert_array_equal(mine, theirs)
+    reused.outputs[2].value[:] = 0  # a rubric that writes into a run changes nothing for the next learner
+    third = run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged)["step"]
+    np.testing.assert_array_equal(third.outputs[2].value, first.outputs[2].value)
+    assert np.any(third.outputs[2].value != 0) and len(launches) == 2
+    # other bytes, another declaration (only read, not run) and no Judged at all: run anew
+    run_programs({"step": blobs["step"]}, [Program("step", 4, STEP, run=False)], 4, settings, judged=judged)
+    run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings)
+    assert len(launches) == 4
+
+
+def test_a_learner_cannot_make_a_classmates_identical_program_fail_by_running_it_first(blobs, tmp_path, launches,
+                                                                                        monkeypatch):
+    """Learner A exports the correct step beside a program that holds the runner past its time limit (or crashes it,
+    or fails on purpose): the failure is A's sandbox's, never a fact about the step's bytes, so learner B's identical
+    step runs on its own and passes."""
+    from grader.programs import launch
+    from grader.programs.judged import Judged
+
+    spin = export("""
+        spin = jax.jit(lambda v: jax.lax.fori_loop(0, 2**31 - 1, lambda i, a: jnp.sin(a) + 1e-9 * i, v))
+        blobs["spin"] = exported(spin, jnp.zeros(12))
+    """)["spin"]
+    judged, settings = Judged(), settings_for(tmp_path)
+    monkeypatch.setattr(launch, "RUN_TIMEOUT_S", 8.0)
+    a = run_programs({"step": blobs["step"], "spin": spin}, [Program("step", 4, STEP), Program("spin", 1, (Input((12,)),))],
+                     4, settings, judged=judged)
+    assert "did not finish" in a["step"].error and "did not finish" in a["spin"].error
+    monkeypatch.setattr(launch, "RUN_TIMEOUT_S", 90.0)
+    failing = run_programs({"bad": "QUJD", "step": blobs["step"]}, [Program("bad", 4, STEP)], 4, settings,
+                           judged=judged)["bad"]  # an error the runner reports for one program: not kept either
+    b = run_programs({"step": blobs["step"], "bad": "QUJD"}, [Program("step", 4, STEP), Program("bad", 4, STEP)], 4,
+                     settings, judged=judged)
+    assert failing.error and b["bad"].error and b["step"].error is None and len(b["step"].outputs) == 3
+    assert launches == [["step", "spin"], ["bad"], ["step", "bad"]] and judged.reused == 0
+
+
+def test_the_key_is_the_programs_bytes_its_declaration_and_the_device_count_only():
+    from grader.programs.judged import program_key
+
+    step = Program("program.step", 4, STEP)
+    assert program_key("AAAA", step, 4) == program_key("AAAA", Program("another.key", 4, STEP), 4)
+    others = [program_key("AAAB", step, 4), program_key("AAAA", step, 8), program_key("AAAA", Program("k", 2, STEP), 4),
+              program_key("AAAA", Program("k", 4, STEP[:2]), 4), program_key("AAAA", Program("k", 4, STEP, False), 4),
+              program_key("AAAA", Program("k", 4, (Input((2,), (), "float64"),) + STEP[1:]), 4)]
+    assert len({program_key("AAAA", step, 4), *others}) == 1 + len(others)
+
+
+def test_a_dask_worker_reuses_runs_within_one_grading_run_only():
+    from grader.classroom import worker
+
+    first = worker._judged_for("a" * 32)
+    assert worker._judged_for("a" * 32) is first
+    assert worker._judged_for("b" * 32) is not first and worker._judged_for("a" * 32) is not first
+    assert worker._judged_for(None) is None and worker._judged_for("short") is None and worker._judged_for(7) is None

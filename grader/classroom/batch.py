@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import os
 import queue
 import stat
@@ -39,6 +40,7 @@ from grader.submission.judge import load_rubric
 from grader.kernel.run import SandboxError, run_in, start_kernel, stop_kernel
 from grader.layout import Course
 from grader.submission.pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
+from grader.programs.judged import Judged
 from grader.results import NotebookResult, Status, TestResult
 from grader.sandbox.zygote import Zygote
 
@@ -320,8 +322,6 @@ def _with_compile_cache(course: Course, settings: Settings, todo: list[Job], wor
     """``settings`` with a sealed folder of the instructor's compiled programs (sealed kernels only)."""
     if not (settings.compile_cache and settings.confine and todo and os.geteuid() == 0):
         return settings
-    import dataclasses
-
     from grader.classroom import compile_cache
 
     assignments = compile_cache.worth_filling([job.assignment_id for job in todo])
@@ -363,6 +363,8 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
             progress.step(result)
 
     zygote = Zygote() if settings.fork_server and todo else None
+    if settings.judged is None:  # identical programs judged once in this run (grader.programs.judged)
+        settings = dataclasses.replace(settings, judged=Judged())
     try:
         settings = _with_compile_cache(course, settings, todo, workers, zygote)
         threads = [threading.Thread(target=asyncio.run, args=(_worker(queued, course, settings, report, zygote),))
@@ -374,6 +376,8 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
     finally:
         if zygote is not None:
             zygote.close()
+    if todo and settings.judged.reused:
+        print(settings.judged.summary(), file=sys.stderr, flush=True)
     results = book.all_results()
     book.write_tables(results)
     return results

@@ -41,6 +41,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import secrets
 import sys
 import time
 from dataclasses import asdict
@@ -235,6 +236,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
                 request = fill_request(course, assignments, settings)
                 cache = client.scatter([request], broadcast=True, hash=True)[0]  # one future: the whole dict
             running: dict = {}  # future -> (prepared submission, seconds its prepare took, result cap)
+            run_token = secrets.token_hex(16)  # each worker reuses program runs within this run only (Judged)
             for job in todo:
                 prepared = None
                 try:
@@ -246,7 +248,7 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
                     sent = json.dumps(prepared.notebook)
                     cap = max_result_bytes if max_result_bytes is not None else result_cap(sent, settings.limits)
                     declared = declared_programs(course, job.assignment_id, settings.num_devices)
-                    programs = {"num_devices": settings.num_devices,
+                    programs = {"num_devices": settings.num_devices, "run": run_token,
                                 "declared": [program_to_json(program) for program in declared]}
                     future = client.submit(execute_notebook, sent, limits, settings.confine, programs,
                                            settings.fork_server, cache, pure=False, retries=RETRIES)

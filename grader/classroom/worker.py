@@ -19,6 +19,7 @@ from grader.classroom.compile_cache import worker_folder
 from grader.kernel.run import Execution, SandboxError, run_in, start_kernel
 from grader.submission.pipeline import Settings, confinement, recorded_programs
 from grader.programs import program_from_json, run_to_json
+from grader.programs.judged import Judged
 from grader.programs.launch import run_programs
 from grader.sandbox import Limits
 
@@ -98,6 +99,22 @@ def worker_fork_server():
         return _ZYGOTE
 
 
+_JUDGED: tuple[str, Judged] | None = None  # (the grading run's token, its programs judged on this worker)
+_JUDGED_LOCK = threading.Lock()
+
+
+def _judged_for(run) -> Judged | None:
+    """This worker's ``Judged`` for the grading run ``run`` (a token the instructor's process draws per run); a new
+    run replaces the last one's, so no run's programs are reused in another run."""
+    global _JUDGED
+    if not isinstance(run, str) or not 16 <= len(run) <= 64:
+        return None
+    with _JUDGED_LOCK:
+        if _JUDGED is None or _JUDGED[0] != run:
+            _JUDGED = (run, Judged())
+        return _JUDGED[1]
+
+
 def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None,
                      fork_server: bool = True, compile_cache: dict | None = None) -> dict:
     """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
@@ -161,7 +178,8 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
             declared = [program_from_json(data) for data in programs["declared"]]
             blobs = recorded_programs(execution.notebook, declared)
             runs = {key: run_to_json(run) for key, run in
-                    run_programs(blobs, declared, int(programs["num_devices"]), settings, zygote).items()}
+                    run_programs(blobs, declared, int(programs["num_devices"]), settings, zygote,
+                                 judged=_judged_for(programs.get("run"))).items()}
         except Exception as error:  # the notebook ran: record the failure, never run it again
             return {"error": "the programs could not be run: "
                              + "".join(traceback.format_exception_only(type(error), error)).strip(),

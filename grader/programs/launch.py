@@ -248,11 +248,13 @@ def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = N
 
 
 def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings,
-                 zygote=None, fill_cache: Path | None = None) -> dict[str, ProgramRun]:
+                 zygote=None, fill_cache: Path | None = None, judged=None) -> dict[str, ProgramRun]:
     """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
 
     ``zygote``: the kernels' fork server (``grader.sandbox.zygote``), to fork the runner from instead of starting it.
     ``fill_cache``: a folder the runner writes its compiled programs to (the instructor's programs only).
+    ``judged``: the run's ``grader.programs.judged.Judged``: a program whose bytes and declaration ran cleanly earlier
+    in the run is not run again (its run is reused), and this notebook's clean runs are kept for later ones.
     """
     rng = np.random.default_rng(secrets.randbits(128))
     runs: dict[str, ProgramRun] = {}
@@ -269,6 +271,8 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
         elif not isinstance(blobs.get(program.key), str):
             runs[program.key] = ProgramRun(program.key, error="no program was recorded (the test stopped before "
                                                                 "exporting it, or it could not be exported)")
+        elif judged is not None and (earlier := judged.get(blobs[program.key], program, num_devices)) is not None:
+            runs[program.key] = earlier
         else:
             present.append(program)
     if not present:
@@ -286,6 +290,8 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
             runs[program.key] = ProgramRun(program.key, error=reason, inputs=inputs[program.key])
         else:
             runs[program.key] = parse_verdict(verdicts[index], program, inputs[program.key])
+            if judged is not None:
+                judged.put(blobs[program.key], program, num_devices, runs[program.key])
     return runs
 
 

@@ -65,6 +65,7 @@ class Settings:
     fork_server: bool = True  # fork kernels from a process that imported the libraries once
     compile_cache: bool = True  # program runners read the instructor's programs compiled beforehand (grader.classroom.compile_cache)
     compile_cache_dir: Path | None = None  # that folder, once filled and sealed (bound into program runners only)
+    judged: object | None = field(default=None, compare=False, repr=False)  # the run's grader.programs.judged.Judged
 
 
 def notebook_name(assignment: str) -> str:
@@ -278,7 +279,7 @@ def program_runs(prepared: Prepared, execution: Execution | None, course: Course
         return {}
     declared = declared_programs(course, prepared.job.assignment_id, settings.num_devices)
     blobs = recorded_programs(execution.notebook, declared)
-    return by_test(run_programs(blobs, declared, settings.num_devices, settings, zygote))
+    return by_test(run_programs(blobs, declared, settings.num_devices, settings, zygote, judged=settings.judged))
 
 
 def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int,
