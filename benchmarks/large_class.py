@@ -1,28 +1,46 @@
-"""A large synthetic class graded locally and through Dask, side by side in one run.
+"""A large class graded against its floor, locally, through Dask and by the previous tree, side by side in one run.
 
-    .venv/bin/python benchmarks/large_class.py [--submissions 1000] [--workers 2] [--dask 1 2]
+    .venv/bin/python benchmarks/large_class.py                      # issue 27's run: about 3.5 h on 2 cores
+    .venv/bin/python benchmarks/large_class.py --submissions 100    # the quick version (about half an hour)
 
-Builds ``--submissions`` notebooks spread over the three assignments, drawn in turn from the class of
-``grading_throughput.py`` (correct answers written several ways, blank notebooks, realistic wrong answers)
-with one broken submission in twenty (not JSON, not a notebook, a kernel that dies, ``sys.exit``). Then grades
-the whole class, in this order, each in one run with the compilation cache filled by that run:
+``tests/test_benchmarks.py`` runs it on 12 submissions with a sampled floor (``--floor-sample 1``) and one Dask
+worker, and checks that every figure below is printed and the Dask grades equal the local ones.
 
-  local   ``python -m grader grade --workers W`` (the fork server, sealed kernels);
-  dask N  ``grader.classroom.cluster.grade_all_on_cluster`` on a ``LocalCluster`` of N worker processes (one thread each,
-          mutual TLS), timed from the cluster's start, so a worker's fork server and cache fill are counted.
+Two classes (``--classes demo,bench``): ``demo``, the sample class ``samples/submitted`` taken twice (each learner
+also as ``ID-2``), and ``bench``, ``--submissions`` notebooks (default 1000) spread over the three assignments,
+drawn in turn from the class of ``grading_throughput.py`` (correct answers written several ways, blank
+notebooks, realistic wrong answers) with one broken or hostile submission in twenty (not JSON, not a notebook,
+a kernel that dies, ``sys.exit``). For each class, in this order, each after waiting for a quiet machine:
 
-It prints, for each: wall time, submissions per minute and per minute per worker (a local worker is one of the
-W notebooks graded at once), the CPU time of everything it started (a cgroup, sealed kernels included), the
-instructor process's own CPU (the client and, on this machine, the scheduler), the peak memory per worker; it
-checks that every Dask run's ``results.json`` equals the local one, and projects the throughput of 20 and 100
-workers from the per-worker rate and the instructor's CPU per submission. Results: ``RESULTS.md``.
+  floor    for each submission, the instructor notebook of its assignment (solutions and hidden tests, converted
+           once by nbconvert) run as a plain Python script, a fresh interpreter each, two at a time
+           (``floor.py``; a broken submission counts as its folder's assignment). ``--floor-sample K`` runs
+           only K per assignment and scales them by the class's counts: for quick runs only;
+  local    ``python -m grader grade --workers W`` (the grader's default W; the fork server, sealed kernels), run
+           through ``OWN_CPU``, which prints that process's own CPU at its exit;
+  dask N   ``grade_all_on_cluster`` on a ``LocalCluster`` of N worker processes over mutual TLS, started by the
+           benchmark and timed from its start (``--dask 1 2``; the bench class only, unless ``--dask-demo``);
+  baseline ``--baseline REV`` (default 27a44a0, the tree before issue 27's changes; "" to skip): the same
+           ``grade`` by that revision, in the worktree ``build/large-class-baseline`` (``baseline.py``).
+
+It prints, per class: wall time, submissions per minute and per minute per worker, the CPU time of everything
+started (a cgroup: sealed kernels included), the instructor process's own CPU (``grade``'s process; for Dask the
+client's, which on a LocalCluster holds the scheduler), the peak memory per worker, bytes written under the
+results folder per submission; ``ours / floor`` (local wall over floor wall, issue 27 asks <= 0.65); the
+grader's line on program runs reused; every grade of every Dask run and of the baseline compared with the local
+run (``same_grades.view``: status, score, message, flags, tampering, each test), each difference printed; and
+a projection for 20 and 100 workers with what limits it. Results: ``RESULTS.md``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
+import re
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -30,19 +48,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from baseline import baseline_tree, compared, differences, short  # noqa: E402
 from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
-from grading_throughput import fmt_mib  # noqa: E402
+from floor import class_counts, floor_run  # noqa: E402
 from measure import Run, become_subreaper, measured, wait_for_quiet  # noqa: E402
 
 from grader.classroom.batch import default_workers  # noqa: E402
-from grader.layout import Course  # noqa: E402
 from grader.course.variants import parse, write_submission  # noqa: E402
+from grader.layout import Course  # noqa: E402
 
 BROKEN = [ROOT / "tests" / "attacks" / "sharded_step" / f"{name}.py"
           for name in ("invalid-json", "not-a-notebook", "kernel-dies", "sys-exit")]
-
 # The sample learners: ada solves everything, blake submits the blank notebook, chen and dana make mistakes.
 SAMPLE_KINDS = {"ada": "correct", "blake": "blank", "chen": "wrong", "dana": "wrong"}
+# ``python -m grader`` that prints its own process's CPU at exit (its kernels and runners are other processes)
+OWN_CPU = ("import atexit, os, resource, runpy, sys\nme = os.getpid()\n"
+           "def own():\n    if os.getpid() == me:\n        u = resource.getrusage(resource.RUSAGE_SELF)\n"
+           "        print(f'INSTRUCTOR-CPU {u.ru_utime + u.ru_stime}', file=sys.stderr, flush=True)\n"
+           "atexit.register(own)\nsys.argv[0] = 'grader'\nrunpy.run_module('grader', run_name='__main__', alter_sys=True)")
+REUSED = re.compile(r"\d+ program runs reused from identical programs \(\d+ kept\)")
 
 
 def build(course: Course, submitted: Path, count: int) -> dict[str, int]:
@@ -60,6 +84,17 @@ def build(course: Course, submitted: Path, count: int) -> dict[str, int]:
         write_submission(course, assignment, parse(path), submitted, student)
         kind = "broken" if path in BROKEN else SAMPLE_KINDS.get(path.stem) or path.stem.split("-")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
+def demo(submitted: Path) -> dict[str, int]:
+    """``samples/submitted`` taken twice: every learner's folder also as ``ID-2``."""
+    kinds: dict[str, int] = {}
+    for learner in sorted(p for p in (ROOT / "samples" / "submitted").iterdir() if p.is_dir()):
+        for student in (learner.name, f"{learner.name}-2"):
+            shutil.copytree(learner, submitted / student)
+            kind = SAMPLE_KINDS.get(learner.name, "other")
+            kinds[kind] = kinds.get(kind, 0) + sum(1 for p in learner.iterdir() if p.is_dir())
     return kinds
 
 
@@ -82,60 +117,134 @@ def dask_child(args) -> None:
     print(json.dumps({"seconds": time.monotonic() - started, "own_cpu": own.ru_utime + own.ru_stime}))
 
 
+def written(out: Path) -> tuple[int, int]:
+    """Bytes of the files under a results folder: (results, feedback and grades; the compilation cache)."""
+    results = cache = 0
+    for path in out.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            if ".compile-cache" in path.relative_to(out).parts:
+                cache += path.stat().st_size
+            else:
+                results += path.stat().st_size
+    return results, cache
+
+
+def grade(run: Run, tree: Path, submitted: Path, out: Path, workers: int, log: Path) -> float:
+    """``python -m grader grade`` of ``tree`` measured; the instructor process's own CPU seconds."""
+    measured(run, "class", [str(tree / ".venv" / "bin" / "python"), "-c", OWN_CPU, "grade", "--submissions",
+                            str(submitted), "--out", str(out), "--workers", str(workers)], log, cwd=tree)
+    found = re.findall(r"^INSTRUCTOR-CPU ([0-9.]+)$", log.read_text(), re.M)
+    return float(found[-1]) if found else math.nan
+
+
+def grade_class(name: str, submitted: Path, kinds: dict[str, int], work: Path, args, base: tuple | None) -> None:
+    counts = class_counts(submitted)
+    total = sum(counts.values())
+    print(f"\n[{name}] {total} submissions (" + ", ".join(f"{n} {a}" for a, n in counts.items()) + "): "
+          + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())), flush=True)
+    print(f"[{name}] floor: {wait_for_quiet(args.quiet_wait)}", flush=True)
+    floor, note = floor_run(Course.default(), submitted, work / "floor", work / "floor.log", args.floor_sample)
+    runs: list[tuple[Run, float, Path | None]] = [(floor, math.nan, None)]  # (run, instructor CPU s, results)
+    print(f"[{name}] local: {wait_for_quiet(args.quiet_wait)}", flush=True)
+    local = Run(f"ours: local --workers {args.workers}", args.workers)
+    runs.append((local, grade(local, ROOT, submitted, work / "local", args.workers, work / "local.log"), work / "local"))
+    for n in args.dask if name == "bench" or args.dask_demo else []:
+        print(f"[{name}] dask, {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
+        run, log = Run(f"ours: dask LocalCluster, {n} worker(s)", n), work / f"dask{n}.log"
+        measured(run, "class", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--submitted",
+                                str(submitted), "--out", str(work / f"dask{n}")], log, cwd=ROOT)
+        line = [x for x in log.read_text().splitlines() if x.startswith('{"seconds"')][-1]
+        runs.append((run, json.loads(line)["own_cpu"], work / f"dask{n}"))
+    if base:
+        print(f"[{name}] baseline {base[1]}: {wait_for_quiet(args.quiet_wait)}", flush=True)
+        run = Run(f"baseline {base[1]}: local --workers {args.workers}", args.workers)
+        runs.append((run, grade(run, base[0], submitted, work / "baseline", args.workers, work / "baseline.log"),
+                     work / "baseline"))
+
+    print(f"\n[{name}] {note}")
+    print(f"{f'[{name}]':<46}{'wall s':>8}{'subs/min':>10}{'per worker':>11}{'CPU s':>8}{'instructor CPU s':>18}"
+          f"{'peak MiB/worker':>16}{'KiB/sub written':>17}")
+    for run, own, out in runs:
+        wall = run.seconds["class"]
+        kib = f"{written(out)[0] / total / 1024:.0f}" if out else "-"
+        print(f"{run.name:<46}{wall:>8.1f}{total / wall * 60:>10.1f}{total / wall * 60 / run.workers:>11.1f}"
+              f"{run.cpu['class']:>8.0f}{'-' if math.isnan(own) else f'{own:.1f}':>18}"
+              f"{run.memory.tree_rss // run.workers / 2**20:>16.0f}{kib:>17}")
+    ratio = local.seconds["class"] / floor.seconds["class"]
+    print(f"ours / floor: {ratio:.2f} (target <= 0.65)" + (" [sampled floor]" if args.floor_sample else ""))
+    reused = REUSED.findall((work / "local.log").read_text())
+    print(f"ours local: {reused[-1] if reused else 'no program runs reused (the grader printed no reuse line)'}")
+    for run, _, out in runs[2:]:
+        if out.name.startswith("dask"):
+            compared(f"{run.name} vs local", work / "local", out)
+    if base:
+        lines, differ, count = differences(work / "local", work / "baseline")
+        print(f"grades identical to {base[1]}: {'NO' if differ else 'yes'} ({differ} of {count} differ)")
+        for line in lines:
+            print(line)
+    project(runs, total, work / "local", name)
+
+
+def project(runs, total: int, local_out: Path, name: str) -> None:
+    """Throughput of 20 and 100 workers from each distributed run (or the local one) and what limits it."""
+    results, cache = written(local_out)
+    per_sub = results / total
+    basis = [r for r in runs[1:] if r[2] and r[2].name.startswith("dask")] or runs[1:2]
+    for run, own, _ in basis:
+        rate = total / run.seconds["class"] * 60 / run.workers
+        ceiling = total / own * 60 if own and not math.isnan(own) else math.inf
+        print(f"[{name}] from {run.name}: {rate:.1f} submissions/min per worker; instructor CPU "
+              f"{own / total * 1000:.0f} ms per submission ({own / run.cpu['class']:.1%} of all CPU)")
+        for workers in (20, 100):
+            print(f"  projection, {workers} workers: {min(workers * rate, ceiling):.0f} submissions/min (workers: "
+                  f"{workers * rate:.0f}; the instructor process alone: at most {ceiling:.0f}; results written: "
+                  f"{min(workers * rate, ceiling) * per_sub / 2**20:.1f} MiB/min)")
+    extra = f", plus {cache / 2**20:.1f} MiB of compilation cache once per run" if cache else ""
+    print(f"  limits: the instructor process (its CPU per submission above: grade's own process, or the Dask client, "
+          f"which sends each notebook and judges what comes back); the scheduler (a LocalCluster's runs in the "
+          f"client's process, so it is inside that figure; one task per submission); disk: {per_sub / 1024:.0f} KiB "
+          f"written under the results folder per submission ({results / 2**20:.1f} MiB in all{extra}); the gradebook: "
+          f"nbgrader's SQLite gradebook (--gradebook, not written in this run) is written by the instructor "
+          f"process, one writer, after the grades")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--submissions", type=int, default=1000)
+    parser.add_argument("--classes", default="demo,bench", help="demo (samples/submitted twice), bench, or both")
+    parser.add_argument("--submissions", type=int, default=1000, help="the bench class's size")
     parser.add_argument("--workers", type=int, default=default_workers(), help="default: the grader's own (cores + 1)")
-    parser.add_argument("--dask", type=int, nargs="*", default=[1, 2])
-    parser.add_argument("--quiet-wait", type=float, default=120)
+    parser.add_argument("--dask", type=int, nargs="*", default=[1, 2], help="LocalCluster sizes (bench class)")
+    parser.add_argument("--dask-demo", action="store_true", help="also grade the demo class on Dask")
+    parser.add_argument("--baseline", default="27a44a0", help='revision to compare grades with ("" to skip)')
+    parser.add_argument("--floor-sample", type=int, default=0, help="K > 0: K floor scripts per assignment, scaled")
+    parser.add_argument("--quiet-wait", type=float, default=120, help="wait up to this long for a quiet machine")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--dask-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--submitted", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.dask_child:
         return dask_child(args)
+    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+    if not classes or set(classes) - {"demo", "bench"}:
+        parser.error("--classes: demo, bench or demo,bench")
     become_subreaper()
-    with tempfile.TemporaryDirectory(prefix="large-class-") as folder:
-        work = Path(folder)
-        log, submitted = work / "bench.log", work / "submitted"
-        kinds = build(Course.default(), submitted, args.submissions)
-        print(f"date {time.strftime('%Y-%m-%d %H:%M %Z')}; {os.cpu_count()} cores; {args.submissions} submissions: "
-              + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())), flush=True)
-        runs: list[tuple[Run, float]] = []  # (run, the instructor process's own CPU seconds)
-        print(f"local: {wait_for_quiet(args.quiet_wait)}", flush=True)
-        local = Run(f"local --workers {args.workers}", args.workers)
-        measured(local, "class", [python(), "-m", "grader", "grade", "--submissions", str(submitted), "--out",
-                                  str(work / "local"), "--workers", str(args.workers)], log, cwd=ROOT)
-        runs.append((local, float("nan")))
-        for n in args.dask:
-            print(f"dask, {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
-            run = Run(f"dask LocalCluster, {n} worker(s)", n)
-            measured(run, "class", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--submitted",
-                                    str(submitted), "--out", str(work / f"dask{n}")], log, cwd=ROOT)
-            line = [x for x in log.read_text().splitlines() if x.startswith('{"seconds"')][-1]
-            runs.append((run, json.loads(line)["own_cpu"]))
-
-        total = args.submissions
-        print(f"\n{'':<34}{'wall s':>8}{'subs/min':>10}{'per worker':>11}{'CPU s':>8}{'instructor CPU s':>18}"
-              f"{'peak MiB/worker':>16}")
-        for run, own in runs:
-            wall = run.seconds["class"]
-            print(f"{run.name:<34}{wall:>8.1f}{total / wall * 60:>10.1f}{total / wall * 60 / run.workers:>11.1f}"
-                  f"{run.cpu['class']:>8.0f}{own:>18.1f}{fmt_mib(run.memory.tree_rss // run.workers):>16}")
-        reference = (work / "local" / "results.json").read_text()
-        local_rate = total / local.seconds["class"] * 60 / local.workers
-        for run, own in runs[1:]:
-            name = f"dask{run.workers}"
-            same = (work / name / "results.json").read_text() == reference
-            rate = total / run.seconds["class"] * 60 / run.workers
-            print(f"{run.name}: results.json {'identical to local' if same else 'DIFFERS from local'}; "
-                  f"per worker {rate / local_rate:.2f}x a local worker; instructor CPU {own / total * 1000:.0f} ms "
-                  f"per submission ({own / run.cpu['class']:.1%} of all CPU)")
-            for workers in (20, 100):
-                ceiling = total / own * 60 if own else float("inf")
-                print(f"  projection, {workers} workers: {min(workers * rate, ceiling):.0f} submissions/min "
-                      f"(workers: {workers * rate:.0f}; the instructor process alone: at most {ceiling:.0f})")
-        print(f"load average at the end: {load()}")
+    commit = short("HEAD")
+    print(f"date {time.strftime('%Y-%m-%d %H:%M %Z')}; commit {commit}; {os.cpu_count()} cores; grader workers "
+          f"{args.workers}; load average at the start: {load()}", flush=True)
+    base = (baseline_tree(args.baseline), short(args.baseline)) if args.baseline else None
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            work = args.keep.resolve()
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="large-class-")))
+        for name in classes:
+            submitted = work / name / "submitted"
+            kinds = demo(submitted) if name == "demo" else build(Course.default(), submitted, args.submissions)
+            grade_class(name, submitted, kinds, work / name, args, base)
+    print(f"\nload average at the end: {load()}")
 
 
 if __name__ == "__main__":
