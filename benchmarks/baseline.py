@@ -72,10 +72,21 @@ def differences(reference: Path, other: Path) -> tuple[list[str], int, int]:
     return lines, differ, len(set(a) | set(b))
 
 
+def grade_view(result: dict) -> dict:
+    """The grade alone: status, score, maximum and each test's points and pass/fail (no wording)."""
+    return {"status": result.get("status"), "score": result.get("score"), "max_score": result.get("max_score"),
+            "tests": {t["grade_id"]: (t.get("points"), t.get("passed")) for t in result.get("tests", [])}}
+
+
 def compared(label: str, reference: Path, other: Path) -> tuple[int, int]:
-    """Print ``label``'s comparison with each difference (first: the reference, then the other); (differ, n)."""
+    """Print ``label``'s comparison: the grades (status, score, each test's points and pass/fail), then every other
+    difference (messages, flags), each with both versions (first: the reference); (grades that differ, n)."""
+    a, b = results(reference), results(other)
+    keys = set(a) | set(b)
+    graded = sum(1 for k in keys if k not in a or k not in b or grade_view(a[k]) != grade_view(b[k]))
     lines, differ, count = differences(reference, other)
-    print(f"{label}: grades {'identical' if not differ else 'DIFFER'} ({differ} of {count} differ)")
+    print(f"{label}: grades {'identical' if not graded else 'DIFFER'} ({graded} of {count} differ); "
+          f"wording or flags differ in {differ} of {count}")
     for line in lines:
         print(line)
-    return differ, count
+    return graded, count

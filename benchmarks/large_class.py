@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import baseline_tree, compared, differences, short  # noqa: E402
+from baseline import baseline_tree, compared, short  # noqa: E402
 from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
 from floor import class_counts, floor_run  # noqa: E402
 from measure import Run, become_subreaper, measured, wait_for_quiet  # noqa: E402
@@ -178,10 +178,8 @@ def grade_class(name: str, submitted: Path, kinds: dict[str, int], work: Path, a
         if out.name.startswith("dask"):
             compared(f"{run.name} vs local", work / "local", out)
     if base:
-        lines, differ, count = differences(work / "local", work / "baseline")
-        print(f"grades identical to {base[1]}: {'NO' if differ else 'yes'} ({differ} of {count} differ)")
-        for line in lines:
-            print(line)
+        graded, count = compared(f"ours vs baseline {base[1]}", work / "baseline", work / "local")
+        print(f"grades identical to {base[1]}: {'NO' if graded else 'yes'} ({graded} of {count} differ)")
     project(runs, total, work / "local", name)
 
 

@@ -17,6 +17,23 @@ import base64
 NOT_EXPORTED = "not exported"
 
 
+def is_program(fn) -> bool:
+    """Whether ``fn`` is a function ``jax.jit`` made, so that ``exported(fn, ...)`` hands the grader ``fn`` itself.
+
+    A hidden test then only exports it: calling it in the kernel on an unseen batch would compile and run the very
+    program the grader runs on inputs of its own. Anything else (Python around a jitted program, a plain function)
+    is also called in the kernel, since what the Python does to the program's results is evidence too. An exact type
+    check: an object that merely has ``lower`` and ``trace`` methods is not a program.
+    """
+    import jax
+
+    return type(fn) is type(jax.jit(_nothing))
+
+
+def _nothing():
+    return None
+
+
 def _candidates(fn):
     """``fn`` itself when jitted; else the one jitted function ``fn``'s closure holds (a step that wraps its
     jitted program, to convert the results for example), then ``jax.jit(fn)`` (tracing the learner's Python

@@ -110,3 +110,27 @@ def test_no_kernel_reached_the_hosts_loopback(graded):
     """net-host-listener and the IOPub sniffer try; a sealed kernel has no route to the host."""
     assert "attack/sharded_step/net-host-listener" in graded
     assert HOST_CONTACTS == [], f"kernels reached {HOST_LISTENERS}: {HOST_CONTACTS}"
+
+
+def test_a_jitted_step_is_only_exported_and_python_around_it_also_runs_in_the_kernel(graded):
+    """Each fact computed once, where it counts (docs/explanation/evidence.md): the hidden tests call a jitted step in
+    the kernel on an unseen batch only when it is Python around its program; a jitted step is only exported, and the
+    grader runs that very program on inputs of its own."""
+    import nbformat
+
+    from coursekit.record import MIME_TYPE
+
+    _, out = graded["__meta__"]
+
+    def recorded(case_id: str) -> set[str]:
+        case, _ = graded[case_id]
+        nb = nbformat.read(out / "autograded" / case.student / case.assignment / f"{case.assignment}.ipynb", 4)
+        return {o["data"][MIME_TYPE]["key"] for c in nb.cells for o in c.get("outputs", [])
+                if MIME_TYPE in o.get("data", {})}
+
+    kernel_values = {"hidden.loss", "hidden.gradient", "hidden.new_w", "hidden.step_gradient"}
+    jitted = recorded("sample/sharded_step/ada")  # make_train_step returns jax.jit(step, ...)
+    assert {"program.step", "program.step_0.37", "program.placed", "hidden.placed.loss"} <= jitted
+    assert not kernel_values & jitted
+    wrapped = recorded("corpus/sharded_step/wrong-numpy-outputs")  # NumPy results of a jitted program: Python around it
+    assert kernel_values | {"program.step", "program.step_0.37"} <= wrapped

@@ -315,6 +315,9 @@ def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: lis
             todo.append(job)
     for assignment in {job.assignment_id for job in todo}:
         load_rubric(course.rubric(assignment))  # import once, before threads race to do it
+    if todo:
+        import nbgrader.utils  # noqa: F401 - timestamps.parse reads times as nbgrader does: its ~1 s import, once,
+        # here, rather than in the first notebook of every worker thread at once (each waiting on the import lock)
     return todo, progress
 
 

@@ -110,7 +110,7 @@ def _parameterized(path: Path, settings):
     from grader.submission.restore import inject_parameters
 
     nb = nbformat.read(path, as_version=4)
-    inject_parameters(nb, {"num_devices": settings.num_devices, "platform": settings.platform, "figures_dir": "figures"})
+    inject_parameters(nb, {"num_devices": settings.num_devices, "platform": settings.platform, "figures_dir": None})
     return nb
 
 

@@ -261,8 +261,9 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     present = []
     for program in programs:
         if blobs.get(program.key) == NOT_EXPORTED:  # the kernel's own words are never shown: they are the learner's
-            error = ("JAX could not export it (jax.export): it must be a function of JAX operations only, with no "
-                     "NumPy on traced values and no Python callbacks")
+            error = ("JAX could not export it (jax.export) for the arrays the hidden test gave it: it must compute "
+                     "from its arguments only (not from the notebook's own arrays), work for any batch size, and be a "
+                     "function of JAX operations only, with no NumPy on traced values and no Python callbacks")
             if program.mesh != num_devices:  # it exported on the notebook's own mesh, or that test failed first
                 error = (f"it stopped working with {program.mesh} device(s): the grader also runs your code with other "
                          f"numbers of devices than the lesson's four, and with {program.mesh} it could not be traced; "

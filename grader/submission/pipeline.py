@@ -128,8 +128,9 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
         result.tampering.insert(0, f"duplicated cell ids: {', '.join(intake.shown_name(str(i)[:100]) for i in shown)}"
                                    + (f" and {more} more" if more else ""))
     result.flags = flags
+    # figures_dir None: figure cells display their PNG and write no SVG (the sanitized copies keep none)
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
-                                        "figures_dir": "figures"})
+                                        "figures_dir": None})
     return Prepared(job, result, order.split(rebuilt), submission.sha256, started)
 
 
