@@ -315,9 +315,6 @@ def outstanding(submissions: Path, course: Course, book: Gradebook, *, only: lis
             todo.append(job)
     for assignment in {job.assignment_id for job in todo}:
         load_rubric(course.rubric(assignment))  # import once, before threads race to do it
-    if todo:
-        import nbgrader.utils  # noqa: F401 - timestamps.parse reads times as nbgrader does: its ~1 s import, once,
-        # here, rather than in the first notebook of every worker thread at once (each waiting on the import lock)
     return todo, progress
 
 
@@ -366,6 +363,8 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
             progress.step(result)
 
     zygote = Zygote() if settings.fork_server and todo else None
+    if todo:  # while the fork server imports JAX: timestamps.parse reads times as nbgrader does, and nbgrader's ~1 s
+        import nbgrader.utils  # noqa: F401 - import is better paid once here than by every worker thread at once
     if settings.judged is None:  # identical programs judged once in this run (grader.programs.judged)
         settings = dataclasses.replace(settings, judged=Judged())
     try:
