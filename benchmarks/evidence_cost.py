@@ -25,22 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from baseline import baseline_tree as worktree  # noqa: E402
 from measure import grading_seconds  # noqa: E402
 
 
 def baseline_tree(revision: str) -> Path:
     """``build/evidence-baseline``: the revision's files and a venv whose editable install points at them."""
-    tree = ROOT / "build" / "evidence-baseline"
-    if not (tree / ".git").exists():
-        tree.parent.mkdir(exist_ok=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision], check=True)
-    else:
-        subprocess.run(["git", "-C", str(tree), "checkout", "--detach", revision], check=True)
-    if not (tree / ".venv").exists():
-        shutil.copytree(ROOT / ".venv", tree / ".venv", symlinks=True)
-        subprocess.run([str(tree / ".venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                        "-e", str(tree)], check=True)
-    return tree
+    return worktree(revision, ROOT / "build" / "evidence-baseline")
 
 
 def build(tree: Path, submitted: Path, students: int) -> None:
