@@ -130,7 +130,20 @@ def _staff_owned(path: Path, instructor: str) -> None:
     # What the grading service (root) writes in there later stays the staff's to read and rewrite (python -m grader
     # report and export, formgrader): a default ACL gives new folders to the group jdt-graders; files are written
     # group-readable, and replaced through their folder.
+    ensure_setfacl()
     run("setfacl", "-R", "-d", "-m", f"g:{accounts.GRADERS}:rwX,o::---", path)
+
+
+def ensure_setfacl() -> None:
+    """Debian's acl package (setfacl), installed when it is missing: a fresh machine has none."""
+    if shutil.which("setfacl") is not None:
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "acl", env=env)
+    except HubRefused:  # no package lists yet on a fresh machine
+        run("apt-get", "update", "-qq", env=env)
+        run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "acl", env=env)
 
 
 def _digest(paths: list[Path]) -> str:
@@ -248,9 +261,7 @@ if zmq.has("curve"):
 
 def protect_checkout(checkout: Path, learner: str) -> str:
     """No learner enters the checkout: an ACL entry for the learners' group, checked as a learner."""
-    if shutil.which("setfacl") is None:
-        run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "acl",
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    ensure_setfacl()
     done = subprocess.run(["setfacl", "-m", f"g:{accounts.LEARNERS}:---", str(checkout)], capture_output=True, text=True)
     probe = as_user(learner, "test", "-r", checkout / "source", check=False)
     if probe.returncode == 0:
