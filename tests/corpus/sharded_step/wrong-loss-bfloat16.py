@@ -1,7 +1,7 @@
 # scenario: computes the loss in bfloat16 "for speed": the lesson's small integers survive, an unseen batch's values lose precision
 # base: solution
 # expect-fail: test-loss-and-gradient test-ten-steps
-# expect-message: the loss on an unseen batch
+# expect-message: the loss of your training step, on a batch the grader drew
 # %% cell train-step
 def loss(weights, features, labels):
     residual = features.astype(jnp.bfloat16) @ weights.astype(jnp.bfloat16) - labels.astype(jnp.bfloat16)

@@ -1,7 +1,7 @@
 # scenario: adds weight decay (0.01) to the update: invisible at the lesson's w = 0, wrong from any other start
 # base: solution
 # expect-fail: test-update test-ten-steps
-# expect-message: the new weights on an unseen batch
+# expect-message: the new weights of your make_train_step(0.37) on a batch the grader drew
 # %% cell train-step
 def loss(weights, features, labels):
     return jnp.mean((features @ weights - labels) ** 2)
