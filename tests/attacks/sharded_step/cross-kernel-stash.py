@@ -12,7 +12,7 @@ for folder in ["/dev/shm", "/tmp", "/var/tmp", "/run", "/run/lock", "/dev/mqueue
     except OSError:
         pass
 for top, dirs, files in os.walk("/"):
-    if top.startswith(("/proc", "/sys")):
+    if top.startswith(("/proc", "/sys", "/usr")):  # /usr is bound read only: nothing to write there
         dirs[:] = []
         continue
     if os.access(top, os.W_OK):

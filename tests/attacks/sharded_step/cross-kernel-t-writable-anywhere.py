@@ -10,7 +10,7 @@ answer = 1
 def look():
     import os
     for top, dirs, files in os.walk("/"):
-        if top.startswith(("/proc", "/sys")):
+        if top.startswith(("/proc", "/sys", "/usr")):  # /usr is bound read only: nothing to write there
             dirs[:] = []
             continue
         if "course-stash" in files:
