@@ -147,6 +147,38 @@ def test_feedback_goes_where_nbgraders_fetch_feedback_looks(tmp_path):
     assert oct(path.stat().st_mode & 0o777) == "0o644" and path.read_text() == "<p>page</p>"
 
 
+def test_serve_once_stops_only_after_the_gradebook_has_what_was_graded(tmp_path):
+    """``--once`` ends when the service is idle: a graded attempt whose page is still being written is not idle, and
+    closing waits for the gradebook thread to publish what is queued (a daemon thread killed mid-publish left the
+    result copied and grades.csv unwritten, on CI)."""
+    import threading
+    import time
+
+    from grader.service.app import Service
+
+    service = Service.__new__(Service)  # no kernels: only the bookkeeping under test
+    service.lock, service.pending, service.finishing = threading.Lock(), {}, 1
+    service.bookkeeping = __import__("queue").Queue()
+    service.pool = type("Pool", (), {"waiting": lambda self: 0, "close": lambda self: None})()
+    assert not service.idle()  # a page on its way out: --once must not stop here
+    service.finishing = 0
+    assert service.idle()
+
+    published = tmp_path / "grades.csv"
+
+    def publish(items):
+        time.sleep(1.0)  # as slow as nbgrader's first import of its database
+        published.write_text(f"{len(items)} published")
+
+    service.publish = publish
+    service.books = threading.Thread(target=service._keep_books, daemon=True)
+    service.books.start()
+    service.bookkeeping.put(("folder", "result"))
+    assert not service.idle()
+    service.close()
+    assert published.read_text() == "1 published"
+
+
 # --- the whole path, with nbgrader's own exchange commands -------------------------------------------------
 
 def _serve_once(course, *args: str) -> str:

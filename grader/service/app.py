@@ -89,6 +89,7 @@ class Service:
         self.first_seen: dict[str, float] = {}  # folders waiting for their secret: when this service first saw them
         self.decided: dict[str, int] = {}  # decisions per owning account in this run (fair turns within a scan)
         self.pending: dict[tuple[str, str], list[float]] = {}  # graded attempts decided but not finished
+        self.finishing = 0  # graded attempts whose page and gradebook entry are being written (not idle yet)
         self.lock = threading.Lock()
         self.bookkeeping: queue.Queue = queue.Queue()
         self.counts = {"graded": 0, "not_graded": 0, "refused": 0}
@@ -96,7 +97,8 @@ class Service:
         self._listing_failed = False
         exchange.prepare(options.exchange, options.course_id)  # raises UnsafeExchange on a folder not its own
         self.pool = Pool(course, settings, options.workers)
-        threading.Thread(target=self._keep_books, daemon=True, name="gradebook").start()
+        self.books = threading.Thread(target=self._keep_books, daemon=True, name="gradebook")
+        self.books.start()
 
     # -- 1, 2: what arrived, and whether it is graded now ------------------------------------------------------
     def _arrivals(self) -> list[exchange.Arrival]:
@@ -218,14 +220,22 @@ class Service:
     def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
                  result: NotebookResult | None, note: str = "") -> None:
         key = (arrival.student_id, arrival.assignment_id)
-        notebook = Path(notebook_name(arrival.assignment_id)).stem
         graded = result is not None and result.status is not Status.GRADER_ERROR  # our failure costs no attempt
         attempt = Attempt(arrival.name, arrived, graded, result.status.value if result else "grader_error",
                           result.reported_score if result else None, result.max_score if result else None)
         with self.lock:
             self.pending[key].remove(arrived)
+            self.finishing += 1  # idle only once its page is out and its result queued for the gradebook
             attempts = self.ledger.add(*key, attempt)
             counted = counting(self.options.policy, attempts)
+        try:
+            self._release(arrival, secret, arrived, folder, result, note, attempt, attempts, counted, graded)
+        finally:
+            with self.lock:
+                self.finishing -= 1
+
+    def _release(self, arrival, secret, arrived, folder, result, note, attempt, attempts, counted, graded) -> None:
+        notebook = Path(notebook_name(arrival.assignment_id)).stem
         policy = self.options.policy
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
         number = sum(1 for a in attempts if a.status != "over_limit")
@@ -339,7 +349,7 @@ class Service:
 
     def idle(self) -> bool:
         with self.lock:
-            pending = any(self.pending.values())
+            pending = any(self.pending.values()) or self.finishing
         return not pending and self.pool.waiting() == 0 and self.bookkeeping.unfinished_tasks == 0
 
     def status(self) -> dict:
@@ -349,8 +359,11 @@ class Service:
                 "policy": self.options.policy.describe()}
 
     def close(self) -> None:
+        """Stop the kernels, then let the gradebook thread publish what is queued before the process ends (a daemon
+        thread killed mid-publish left results/ copied and grades.csv unwritten)."""
         self.pool.close()
         self.bookkeeping.put(None)
+        self.books.join()
 
 
 def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
