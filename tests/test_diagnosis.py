@@ -153,6 +153,39 @@ def test_timer_mistakes_are_told_apart(course):
     assert "all the same" in rubric._timer_mistake(averaged)
 
 
+def _timing_evidence(samples_of, oversleep_us: float) -> Evidence:
+    """test-timing's records for a machine where every sleep wakes up to ``oversleep_us`` late (a throttled cgroup;
+    a probe call sleeps twice): each probe call's own duration by the probe's clock (``took``, the warm-up first)
+    and the learner's samples, ``samples_of(took)``."""
+    records, rng = {"timing.sample_count": 7}, np.random.default_rng(1)
+    for key, repeats, delay in [("timing.probe", 7, 8000.0), ("timing.short", 3, 2000.0)]:
+        took = np.array([21.0 * delay] + [delay] * repeats) + rng.uniform(20, 300, repeats + 1) \
+            + 2 * oversleep_us * rng.uniform(0.5, 1, repeats + 1)
+        records[f"{key}.log"] = " ".join(["call", "ready"] * (repeats + 1))
+        records[f"{key}.took"] = took
+        records[f"{key}.samples"] = samples_of(took)
+    return Evidence({k: decode(encode(v if isinstance(v, (int, str)) else np.asarray(v))) for k, v in records.items()},
+                    num_devices=4)
+
+
+def test_a_correct_timer_passes_on_a_machine_whose_sleeps_wake_late(course):
+    """The probe sleeps; on a busy grader (CI, a class at once) every sleep may wake milliseconds late, in the call
+    and in the learner's sample alike. Judged against each call's own duration, a correct timer passes however late
+    the machine wakes and each wrong one is still named; judged against the nominal durations a correct timer
+    failed ("far longer than one call") on CI."""
+    rubric = load_rubric(course.rubric("collectives"))
+    wrong = {"the samples add up": lambda took: np.cumsum(took[1:]) + 4.0,
+             "includes the warm-up call": lambda took: took[:-1] + 4.0,  # repeats + 1 timed, the first kept
+             "in seconds": lambda took: (took[1:] + 4.0) * 1e-6,
+             "leaves out the call itself": lambda took: 0.7 * took[1:]}
+    for late in (0.0, 3000.0, 10000.0, 40000.0):
+        passed, message = rubric.judge("test-timing", _timing_evidence(lambda took: took[1:] + 4.0, late))
+        assert passed, (late, message)
+        for mistake, samples_of in wrong.items():
+            passed, message = rubric.judge("test-timing", _timing_evidence(samples_of, late))
+            assert not passed and mistake in message, (late, mistake, message)
+
+
 def test_lowered_text_lowers_the_function_itself_not_a_stand_ins_text():
     code = textwrap.dedent('''\
         from coursekit.runtime import start_jax
