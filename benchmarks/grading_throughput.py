@@ -41,9 +41,7 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -52,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_setup import ASSIGNMENTS, ROOT, load, python  # noqa: E402
 from class_scores import build_class, compare, our_messages, our_scores, stock_course, stock_scores  # noqa: E402
-from measure import Run, become_subreaper, grading_seconds, measured, timed, wait_for_quiet  # noqa: E402
+from measure import Run, become_subreaper, grading_seconds, measured, timed, wait_for_quiet, work_folder  # noqa: E402
 
 from grader.classroom.batch import default_workers  # noqa: E402
 from grader.layout import Course  # noqa: E402
@@ -140,12 +138,7 @@ def main() -> None:
     become_subreaper()
     course, cores = Course.default(), os.cpu_count() or 1
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            work = args.keep.resolve()
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir(parents=True)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="grading-bench-")))
+        work = work_folder(stack, args.keep, "grading-bench-")
         log = work / "bench.log"
         submitted = work / "class" / "submitted"
         who = build_class(course, submitted, args.students)

@@ -19,7 +19,9 @@ a kernel that dies, ``sys.exit``). For each class, in this order, each after wai
   local    ``python -m grader grade --workers W`` (the grader's default W; the fork server, sealed kernels), run
            through ``OWN_CPU``, which prints that process's own CPU at its exit;
   dask N   ``grade_all_on_cluster`` on a ``LocalCluster`` of N worker processes over mutual TLS, started by the
-           benchmark and timed from its start (``--dask 1 2``; the bench class only, unless ``--dask-demo``);
+           benchmark and timed from its start (``--dask 1 2``; the bench class only, unless ``--dask-demo``), each
+           worker with ``--threads`` notebooks at a time (default: the grader's W, cores + 1, split over the N
+           workers and rounded up: one worker is one machine's worth, as the how-to deploys it);
   baseline ``--baseline REV`` (default 27a44a0, the tree before issue 27's changes; "" to skip): the same
            ``grade`` by that revision, in the worktree ``build/large-class-baseline`` (``baseline.py``).
 
@@ -42,7 +44,6 @@ import re
 import resource
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import baseline_tree, compared, short  # noqa: E402
 from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
 from floor import class_counts, floor_run  # noqa: E402
-from measure import Run, become_subreaper, measured, wait_for_quiet  # noqa: E402
+from measure import Run, become_subreaper, measured, wait_for_quiet, work_folder  # noqa: E402
 
 from grader.classroom.batch import default_workers  # noqa: E402
 from grader.course.variants import parse, write_submission  # noqa: E402
@@ -108,7 +109,7 @@ def dask_child(args) -> None:
 
     started = time.monotonic()
     tls = make_certificates(args.out.parent / f"{args.out.name}-tls", force=True).folder
-    with LocalCluster(n_workers=args.dask_child, threads_per_worker=1, processes=True, host="127.0.0.1",
+    with LocalCluster(n_workers=args.dask_child, threads_per_worker=args.threads, processes=True, host="127.0.0.1",
                       protocol="tls://", security=deployment_security(tls), dashboard_address=None,
                       silence_logs=40) as cluster:
         grade_all_on_cluster(args.submitted, Course.default(), Settings(out=args.out), cluster.scheduler_address,
@@ -150,9 +151,11 @@ def grade_class(name: str, submitted: Path, kinds: dict[str, int], work: Path, a
     runs.append((local, grade(local, ROOT, submitted, work / "local", args.workers, work / "local.log"), work / "local"))
     for n in args.dask if name == "bench" or args.dask_demo else []:
         print(f"[{name}] dask, {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
-        run, log = Run(f"ours: dask LocalCluster, {n} worker(s)", n), work / f"dask{n}.log"
-        measured(run, "class", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--submitted",
-                                str(submitted), "--out", str(work / f"dask{n}")], log, cwd=ROOT)
+        threads = args.threads or -(-args.workers // n)
+        run, log = Run(f"ours: dask, {n} worker(s) x {threads} threads", n), work / f"dask{n}.log"
+        measured(run, "class", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--threads",
+                                str(threads), "--submitted", str(submitted), "--out", str(work / f"dask{n}")], log,
+                 cwd=ROOT)
         line = [x for x in log.read_text().splitlines() if x.startswith('{"seconds"')][-1]
         runs.append((run, json.loads(line)["own_cpu"], work / f"dask{n}"))
     if base:
@@ -212,6 +215,8 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=1000, help="the bench class's size")
     parser.add_argument("--workers", type=int, default=default_workers(), help="default: the grader's own (cores + 1)")
     parser.add_argument("--dask", type=int, nargs="*", default=[1, 2], help="LocalCluster sizes (bench class)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="notebooks at a time per Dask worker (default: --workers split over the workers, rounded up)")
     parser.add_argument("--dask-demo", action="store_true", help="also grade the demo class on Dask")
     parser.add_argument("--baseline", default="27a44a0", help='revision to compare grades with ("" to skip)')
     parser.add_argument("--floor-sample", type=int, default=0, help="K > 0: K floor scripts per assignment, scaled")
@@ -232,12 +237,7 @@ def main() -> None:
           f"{args.workers}; load average at the start: {load()}", flush=True)
     base = (baseline_tree(args.baseline), short(args.baseline)) if args.baseline else None
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            work = args.keep.resolve()
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir(parents=True)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="large-class-")))
+        work = work_folder(stack, args.keep, "large-class-")
         for name in classes:
             submitted = work / name / "submitted"
             kinds = demo(submitted) if name == "demo" else build(Course.default(), submitted, args.submissions)

@@ -6,7 +6,9 @@ import contextlib
 import os
 import re
 import resource
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -218,3 +220,13 @@ def grading_seconds(log: Path) -> float:
 def merge(a: MemoryPeak, b: MemoryPeak) -> MemoryPeak:
     return MemoryPeak(max(a.kernel_hwm, b.kernel_hwm), max(a.other_hwm, b.other_hwm), max(a.tree_rss, b.tree_rss),
                       a.kernels + b.kernels)
+
+
+def work_folder(stack: contextlib.ExitStack, keep: Path | None, prefix: str) -> Path:
+    """The benchmark's work folder: ``keep`` emptied and kept (``--keep``), or a temporary one ``stack`` removes."""
+    if keep is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+    work = keep.resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
