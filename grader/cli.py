@@ -176,7 +176,7 @@ def cmd_certs(args) -> int:
   {d.ca}  CA certificate: scheduler, workers and the instructor
   {d.cluster_cert}, {d.cluster_key}  scheduler and workers:
       dask scheduler --protocol tls --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
-      dask worker tls://SCHEDULER:8786 --nthreads 1 \\
+      dask worker tls://SCHEDULER:8786 --nthreads 3 \\
           --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
   {d.client_cert}, {d.client_key}  the instructor:
       python -m grader grade ... --scheduler tls://SCHEDULER:8786 --tls-dir {d.folder}

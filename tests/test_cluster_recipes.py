@@ -60,13 +60,13 @@ def local_queue(tmp_path, monkeypatch) -> Path:
 def test_the_documented_slurm_recipe_grades_like_the_local_grader(tmp_path, course, local_queue):
     tls = make_certificates(tmp_path / "tls").folder
     # The recipe's arguments (docs/how-to/grade-on-a-cluster.md); only host (loopback, for this machine) and dashboard (none) are added.
-    with jobqueue.SLURMCluster(cores=1, processes=1, job_cpu=2, memory="2GiB", walltime="01:00:00",
+    with jobqueue.SLURMCluster(cores=3, processes=1, job_cpu=2, memory="4GiB", walltime="01:00:00",
                                python=sys.executable, protocol="tls://", security=deployment_security(tls),
                                scheduler_options={"host": "127.0.0.1", "dashboard_address": None},
                                worker_extra_args=["--host", "127.0.0.1"]) as cluster:
         script = cluster.job_script()
         assert "#SBATCH --cpus-per-task=2" in script and "#SBATCH --mem=" in script
-        for flag in ("--tls-ca-file", "--tls-cert", "--tls-key", "--nthreads 1", "--protocol tls://"):
+        for flag in ("--tls-ca-file", "--tls-cert", "--tls-key", "--nthreads 3", "--protocol tls://"):
             assert flag in script, script  # the workers are started with this deployment's certificates
         assert str(tls) in script and cluster.scheduler_address.startswith("tls://127.0.0.1:")
         cluster.scale(jobs=2)
