@@ -151,7 +151,7 @@ def grade_class(name: str, submitted: Path, kinds: dict[str, int], work: Path, a
     runs.append((local, grade(local, ROOT, submitted, work / "local", args.workers, work / "local.log"), work / "local"))
     for n in args.dask if name == "bench" or args.dask_demo else []:
         print(f"[{name}] dask, {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
-        threads = args.threads or -(-args.workers // n)
+        threads = args.threads or math.ceil(args.workers / n)
         run, log = Run(f"ours: dask, {n} worker(s) x {threads} threads", n), work / f"dask{n}.log"
         measured(run, "class", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--threads",
                                 str(threads), "--submitted", str(submitted), "--out", str(work / f"dask{n}")], log,

@@ -229,13 +229,16 @@ class Service:
             attempts = self.ledger.add(*key, attempt)
             counted = counting(self.options.policy, attempts)
         try:
-            self._release(arrival, secret, arrived, folder, result, note, attempt, attempts, counted, graded)
+            self._release(arrival, secret, folder, result, note, attempt, attempts, counted)
         finally:
             with self.lock:
                 self.finishing -= 1
 
-    def _release(self, arrival, secret, arrived, folder, result, note, attempt, attempts, counted, graded) -> None:
+    def _release(self, arrival, secret, folder, result, note, attempt: Attempt, attempts, counted) -> None:
+        """The learner's feedback page for ``attempt`` (of ``attempts``; ``counted``: the one that counts now), and
+        the counting result queued for the gradebook."""
         notebook = Path(notebook_name(arrival.assignment_id)).stem
+        arrived, graded = attempt.arrived, attempt.graded
         policy = self.options.policy
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
         number = sum(1 for a in attempts if a.status != "over_limit")
