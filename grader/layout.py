@@ -1,9 +1,13 @@
 """Where the course keeps things (nbgrader's course directory layout)."""
 from __future__ import annotations
 
+import copy
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import nbformat
 
 ASSIGNMENTS = ("sharded_step", "local_mean_diagnosis", "collectives")
 
@@ -46,5 +50,26 @@ class Course:
     def release_notebook(self, assignment: str) -> Path:
         return self.release / assignment / f"{assignment}.ipynb"
 
+    def read_source(self, assignment: str) -> nbformat.NotebookNode:
+        """The instructor's notebook of ``assignment``, parsed; a copy of its own for each caller."""
+        return read_notebook(self.source_notebook(assignment))
+
+    def read_release(self, assignment: str) -> nbformat.NotebookNode:
+        """The released (student) notebook of ``assignment``, parsed; a copy of its own for each caller."""
+        return read_notebook(self.release_notebook(assignment))
+
     def rubric(self, assignment: str) -> Path:
         return self.source / assignment / "rubric.py"
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str, version: tuple[int, int, int]) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """A course notebook (instructor's or released), parsed and validated once per version of the file (its
+    inode, size and modification time), then copied: every submission of a class is graded against the same
+    few files, and reading one costs more than copying it. Never for a learner's file."""
+    found = os.stat(path)
+    return copy.deepcopy(_parsed(str(path), (found.st_ino, found.st_size, found.st_mtime_ns)))

@@ -107,3 +107,35 @@ def test_scan_flags_monkeypatching_and_leaves_honest_code_alone():
     assert scan.flags_for("c", "import os\nos._exit(0)")
     assert scan.flags_for("c", "open('/work/main/source/x.ipynb')")
     assert scan.flags_for("c", "def loss(w, x, y):\n    return ((x @ w - y) ** 2).mean()\n") == []
+
+
+def test_a_course_notebook_is_parsed_once_per_version_and_each_caller_gets_its_own_copy(tmp_path):
+    import os
+    import shutil
+
+    from grader import cells
+    from grader.layout import Course
+
+    (tmp_path / "source" / "sharded_step").mkdir(parents=True)
+    course = Course(tmp_path)
+    shutil.copy(Course.default().source_notebook("sharded_step"), course.source_notebook("sharded_step"))
+    first = course.read_source("sharded_step")
+    assert first == nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    first.cells[0].source = "changed by one submission"  # one caller's change reaches no other caller
+    first.cells.append(cells.code_cell("x = 1"))
+    second = course.read_source("sharded_step")
+    assert second.cells[0].source != "changed by one submission" and len(second.cells) == len(first.cells) - 1
+    edited = nbformat.read(course.source_notebook("sharded_step"), as_version=4)  # the instructor edits the file
+    edited.cells[0].source = "the instructor's new introduction"
+    nbformat.write(edited, course.source_notebook("sharded_step"))
+    os.utime(course.source_notebook("sharded_step"), ns=(1, 1))  # even with an old modification time
+    assert course.read_source("sharded_step").cells[0].source == "the instructor's new introduction"
+
+
+def test_the_code_cells_the_grader_adds_are_valid_nbformat_cells():
+    from grader import cells
+
+    cell = cells.code_cell("print(1)\n", metadata={"grader": {"hidden_part_of": "test-x"}})
+    nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
+    assert cell.metadata.grader.hidden_part_of == "test-x" and cell.outputs == [] and cell.execution_count is None
+    assert cells.code_cell("a").id != cells.code_cell("a").id

@@ -31,8 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-
 from grader import cells, identifiers
 from grader.submission.gradebook import Gradebook
 from grader.submission.intake import InvalidSubmission, fingerprint, locate, shown_name
@@ -98,7 +96,7 @@ def discover(submissions: Path, course: Course, only: list[str] | None = None,
 
     def reject(student: str, assignment: str, status: Status, message: str) -> None:
         if assignment in known and assignment not in skeletons:
-            source = nbformat.read(course.source_notebook(assignment), as_version=4)
+            source = course.read_source(assignment)
             skeletons[assignment] = ([TestResult(cells.grade_id(c), 0.0, cells.points(c), False, "")
                                       for c in source.cells if cells.is_autograded_test(c)],
                                      sum(cells.points(c) for c in source.cells if cells.is_manual_answer(c)))

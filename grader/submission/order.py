@@ -45,8 +45,8 @@ def split(nb) -> nbformat.NotebookNode:
             begin = 0               # parse, so the whole cell runs last (and shows no output)
         visible, hidden = source[:begin], source[begin:]
         cell.source = visible
-        tail = nbformat.v4.new_code_cell("\n" * visible.count("\n") + hidden,
-                                         metadata={GRADER: {"hidden_part_of": cells.grade_id(cell)}})
+        tail = cells.code_cell("\n" * visible.count("\n") + hidden,
+                               metadata={GRADER: {"hidden_part_of": cells.grade_id(cell)}})
         tail.id = _fresh_id(f"hidden-{len(tails)}", taken)
         tails.append(tail)
     nb.cells.extend(tails)

@@ -105,14 +105,14 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     started = time.monotonic()
     deadline = intake.Deadline(PREPARE_BUDGET_S)
     name = notebook_name(job.assignment_id)
-    source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
+    source = course.read_source(job.assignment_id)
     result = _skeleton(job, source)
     result.submitted_at, result.submitted_note = timestamps.read(job.folder)  # due dates: grader.nbgrader_adapter.late
     sha256 = None
     try:
         submission = intake.read(intake.locate(job.folder, name), deadline)
         sha256 = submission.sha256
-        release = nbformat.read(course.release_notebook(job.assignment_id), as_version=4)
+        release = course.read_release(job.assignment_id)
         rebuilt, tampering = restore.rebuild(source, release, submission.notebook)
         deadline.check("rebuilding the notebook on the course's cells")
         flags = learner_flags(rebuilt, deadline)
@@ -143,7 +143,7 @@ def finish(prepared: Prepared, execution: Execution | None, course: Course, sett
         if programs is None:
             programs = program_runs(prepared, execution, course, settings)
         execution = replace(execution, notebook=order.rejoin(execution.notebook))
-        source = nbformat.read(course.source_notebook(job.assignment_id), as_version=4)
+        source = course.read_source(job.assignment_id)
         result.tests = judge_tests(course, job.assignment_id, source, execution, settings.num_devices, programs)
         result.events = execution.events
         if execution.hooks_not_reset:  # learner code replaced what the grader runs before test cells
@@ -181,7 +181,7 @@ def grader_error(job: Job, course: Course, settings: Settings, prepared: Prepare
         print(trace, file=sys.stderr)
     if prepared is None:
         try:
-            result = _skeleton(job, nbformat.read(course.source_notebook(job.assignment_id), as_version=4))
+            result = _skeleton(job, course.read_source(job.assignment_id))
         except Exception:  # noqa: BLE001 - the course itself may be what failed
             result = NotebookResult(job.student_id, job.assignment_id, notebook_name(job.assignment_id),
                                     Status.GRADED, "")

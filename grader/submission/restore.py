@@ -126,7 +126,7 @@ def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str
 def inject_parameters(nb, parameters: dict) -> None:
     """Insert papermill-style overrides after the cell tagged ``parameters``."""
     text = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
-    injected = nbformat.v4.new_code_cell(text, metadata={"tags": ["injected-parameters"]})
+    injected = cells.code_cell(text, metadata={"tags": ["injected-parameters"]})
     for index, cell in enumerate(nb.cells):
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             nb.cells.insert(index + 1, injected)
