@@ -145,6 +145,57 @@ def trace_problem(fn, *args) -> int:
     return TRACEABLE
 
 
+#: ``one_program``'s answers
+ONE_PROGRAM, OP_BY_OP, NOT_TRACED = 0, 1, 2
+
+
+def _holds_jitted(fn) -> bool:
+    """``fn`` is a function ``jax.jit`` made, or the Python around one: a ``functools.partial`` of one, or a
+    function whose closure holds one or that names a global that is one (an exact type check, as
+    ``coursekit.programs.is_program``)."""
+    import functools
+
+    from coursekit.programs import is_program
+
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    if is_program(inner):
+        return True
+    held = []
+    for cell in getattr(inner, "__closure__", None) or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:  # a closure variable not assigned yet
+            continue
+    names = getattr(getattr(inner, "__code__", None), "co_names", ())
+    scope = getattr(inner, "__globals__", None)
+    if isinstance(scope, dict):
+        held += [scope.get(name) for name in names if isinstance(name, str)]
+    return any(is_program(value) for value in held)
+
+
+def one_program(fn, *args) -> int:
+    """Whether a call of ``fn`` on ``args`` runs as one compiled program.
+
+    ``ONE_PROGRAM``: ``fn`` is jitted or holds a jitted function (``_holds_jitted``), or its trace for the shapes,
+    dtypes and shardings of ``args`` is a single call of a jitted function (a ``jax.jit`` made inside the call).
+    ``OP_BY_OP``: its trace is JAX operations at the top level: without ``jax.jit`` JAX dispatches them one at a
+    time, each compiled on its own, and no ``in_shardings``/``out_shardings`` pin where the results live.
+    ``NOT_TRACED``: the trace failed (``trace_problem`` and the tests of values say why). Only traced, never run.
+    """
+    import jax
+
+    if _holds_jitted(fn):
+        return ONE_PROGRAM
+    try:
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
+        equations = jax.make_jaxpr(fn)(*specs).jaxpr.eqns
+    except Exception:  # noqa: BLE001 - why it does not trace is judged elsewhere
+        return NOT_TRACED
+    if len(equations) == 1 and equations[0].primitive.name in ("jit", "pjit"):
+        return ONE_PROGRAM
+    return OP_BY_OP
+
+
 def _snapshot(value):
     """A copy of the caller's mutable data: a NumPy array, or a list of them (``None`` for anything else)."""
     if isinstance(value, np.ndarray):

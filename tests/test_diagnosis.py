@@ -221,3 +221,50 @@ def test_lowered_text_lowers_the_function_itself_not_a_stand_ins_text():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-3:] == ["real True", "stand-in False", "not callable: TypeError"], done.stdout
+
+
+def test_a_step_without_jax_jit_is_told_from_every_way_of_jitting_one():
+    """coursekit.checks.one_program: a plain Python step gives the lesson's values and placements, so only its trace
+    shows that nothing was jitted; the Python around a jitted step (a closure, a global, a partial, a jit made in the
+    call) is one program too."""
+    code = textwrap.dedent('''
+        import os
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+        import functools
+        import jax, jax.numpy as jnp, numpy as np
+        from coursekit.checks import one_program, ONE_PROGRAM, OP_BY_OP, NOT_TRACED
+
+        def loss(w, x, y):
+            return jnp.mean((x @ w - y) ** 2)
+
+        def step(w, x, y):
+            value, gradient = jax.value_and_grad(loss)(w, x, y)
+            return w - 0.1 * gradient, value, gradient
+
+        GLOBAL_STEP = jax.jit(step)
+
+        def calls_a_global(w, x, y):
+            return GLOBAL_STEP(w, x, y)
+
+        def closure():
+            compiled = jax.jit(step)
+            return lambda *a: tuple(compiled(*a))
+
+        def jit_in_the_call(w, x, y):
+            return jax.jit(step)(w, x, y)
+
+        def numpy_inside(w, x, y):
+            return np.asarray(w)
+
+        args = (jnp.zeros(3), jnp.ones((4, 3)), jnp.ones(4))
+        for name, fn in [("plain", step), ("jitted", jax.jit(step)), ("global", calls_a_global), ("closure", closure()),
+                         ("in the call", jit_in_the_call),
+                         ("partial", functools.partial(jax.jit(lambda w, x, y, rate: step(w, x, y)), rate=0.1)),
+                         ("numpy", numpy_inside)]:
+            print(name, {ONE_PROGRAM: "one program", OP_BY_OP: "op by op", NOT_TRACED: "not traced"}[one_program(fn, *args)])
+        ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["plain op by op", "jitted one program", "global one program",
+                                        "closure one program", "in the call one program", "partial one program",
+                                        "numpy not traced"], done.stdout

@@ -12,7 +12,7 @@ other sizes than the notebook's.
 import numpy as np
 
 from coursekit import data
-from coursekit.checks import NO_HOST_COPY
+from coursekit.checks import NO_HOST_COPY, OP_BY_OP
 from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
 from grader.programs import Input, Program
@@ -33,6 +33,7 @@ rubric = Rubric(names={
     "hidden.placed.loss": "the loss on an unseen batch",
     "hidden.placed.gradient": "the gradient on an unseen batch",
     "hidden.device_count": "the number of devices",
+    "hidden.one_program": "how your training step runs",
     "lesson.trajectory": "ten steps on the lesson batch",
     "hidden.trajectory": "ten steps on an unseen batch",
     "transfer.sharded": "transfer_step's sharded weights",
@@ -228,6 +229,13 @@ def _(e: Evidence):
         _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key))
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
     _step_on_devices(e)
+    # Traced in the kernel (coursekit.checks.one_program): a plain Python step gives the same values and, on these
+    # small arrays, the same placements, so only its trace shows that nothing was jitted.
+    e.require(e.number("hidden.one_program") != OP_BY_OP,
+              "make_train_step returns a plain Python function, not a jitted step: JAX then runs its operations one "
+              "at a time, each compiled on its own, and nothing pins where the inputs and results live; return "
+              "jax.jit(step, in_shardings=(replicated, rows, labels_sharding), out_shardings=(replicated, replicated, "
+              "replicated))")
     run = e.program_shardings("program.placed", outputs=[True, True, True])
     # The batch stays split inside the step: the compiler all-reduces the partial sums. An all-gather in the compiled
     # step brings every row to every device (a constraint to replicated features, say): right values, no data
