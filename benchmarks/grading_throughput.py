@@ -16,7 +16,8 @@ interleaved so that every grader sees the same machine load:
           submissions of that notebook, divided by the number of cores;
 
 then ours once more on the whole class in one run, and the Dask path (``grader.classroom.cluster``) with 1, 2
-and 4 local worker processes (``LocalCluster`` over mutual TLS; timed with the cluster already started).
+and 4 local worker processes (``LocalCluster`` over mutual TLS; timed with the cluster already started), each worker
+grading ``--threads`` notebooks at a time (default: W split over the workers, rounded up, as ``large_class.py``).
 It checks that the scores agree (stock against ours per test cell, printing every disagreement with
 its reason; ours, cold and every Dask run must give byte-identical ``results.json``), and prints the
 wall time per notebook, the ratios stock/ours and ours/floor, submissions per minute and peak memory.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -92,7 +94,7 @@ def dask_child(args) -> None:
     started = time.monotonic()
     timings: dict[str, float] = {}
     tls = make_certificates(args.out.parent / f"{args.out.name}-tls", force=True).folder
-    with LocalCluster(n_workers=args.dask_child, threads_per_worker=1, processes=True, host="127.0.0.1",
+    with LocalCluster(n_workers=args.dask_child, threads_per_worker=args.threads, processes=True, host="127.0.0.1",
                       protocol="tls://", security=deployment_security(tls),
                       dashboard_address=None, silence_logs=40) as cluster:
         start_s = time.monotonic() - started
@@ -128,6 +130,8 @@ def main() -> None:
     parser.add_argument("--quiet-wait", type=float, default=120,
                         help="before each measurement, wait up to this many seconds for other processes to go quiet")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="notebooks at a time per Dask worker (default: --workers split over the workers, rounded up)")
     parser.add_argument("--dask-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--submitted", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -188,8 +192,10 @@ def main() -> None:
         dask_runs = []
         for n in args.dask:
             print(f"dask: LocalCluster with {n} worker(s): {wait_for_quiet(args.quiet_wait)}", flush=True)
-            run = Run(f"dask LocalCluster, {n} worker(s)", n)
-            measured(run, "process", [python(), str(Path(__file__).resolve()), "--dask-child", str(n),
+            threads = args.threads or math.ceil(args.workers / n)
+            run = Run(f"dask LocalCluster, {n} worker(s) x {threads} threads", n)
+            measured(run, "process", [python(), str(Path(__file__).resolve()), "--dask-child", str(n), "--threads",
+                                      str(threads),
                                       "--submitted", str(submitted), "--out", str(work / f"dask{n}")], log, cwd=ROOT)
             lines = [line for line in log.read_text().splitlines() if line.startswith('{"start_s"')]
             data = json.loads(lines[-1])
