@@ -463,6 +463,28 @@ def test_a_worker_that_cannot_seal_kernels_runs_nothing(monkeypatch):
         cluster.execute_notebook('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', {}, True)
 
 
+def test_a_kernel_that_never_starts_is_retried_not_graded(monkeypatch):
+    """No cell of the submission reached a kernel that did not start, so Dask retries the task (NothingRan) on a
+    worker that can run it. Before, the worker's second try was left to run_in, which recorded a blank notebook on a
+    loaded 2-core worker as kernel_died, 0 of 9 ("Kernel didn't respond in 120 seconds"; 1 of 200 in large_class.py)."""
+    from grader.classroom import cluster
+
+    fork_server, tries = object(), []
+
+    async def silent_kernel(conf, *, zygote=None, preload=True):
+        tries.append(zygote)
+        raise RuntimeError("Kernel didn't respond in 120 seconds")
+
+    monkeypatch.setattr(cluster_worker, "worker_fork_server", lambda: fork_server)
+    monkeypatch.setattr(cluster_worker, "start_kernel", silent_kernel)
+    monkeypatch.setattr(cluster_worker, "run_in", lambda *a, **k: pytest.fail("a notebook ran without a kernel"))
+    with pytest.raises(cluster.NothingRan, match=r"did not start \(RuntimeError: Kernel didn't respond in 120 "
+                                                 r"seconds\); then the kernel did not start"):
+        cluster.execute_notebook('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', {}, False,
+                                 None, True)
+    assert tries == [fork_server, None]  # forked first, then started plainly, as the local grader does
+
+
 # ---------------------------------------------------------------- sealed kernels on the workers
 
 SEAL_ATTACKS = [("sharded_step", name) for name in (

@@ -27,8 +27,8 @@ are taken from it, grafted onto the notebook the instructor sent; every other
 part of the notebook that is judged and written is the instructor's own.
 
 Retries: a task raises only when nothing of the submission ran (no sandbox
-uid free, the sandbox could not confine the kernel), and only then does Dask
-retry it. Whatever the notebook does to its kernel (a timeout, ``os._exit``,
+uid free, the sandbox could not confine the kernel, no kernel started, forked
+or plain), and only then does Dask retry it. Whatever the notebook does to its kernel (a timeout, ``os._exit``,
 memory) comes back as a result and is never re-run. If the worker process
 itself dies while a notebook runs, the scheduler would normally reschedule
 the task; the task marks itself as started in the scheduler's task metadata,

@@ -115,6 +115,19 @@ def _judged_for(run) -> Judged | None:
         return _JUDGED[1]
 
 
+async def started_kernel(conf, zygote):
+    """A kernel for one notebook: forked from the fork server, else (or when that fails) started plainly, as the
+    local grader's ``_execute`` replaces a kernel that does not start. NothingRan when none starts: no cell of the
+    submission was sent, so the failure is the grader's (a loaded worker), never a grade of the learner's."""
+    failures = []
+    for fork in ([zygote] if zygote is not None else []) + [None]:
+        try:
+            return await start_kernel(conf, zygote=fork, preload=False)
+        except Exception as error:  # noqa: BLE001 - reported, and the submission is retried where nothing ran
+            failures.append(f"the kernel did not start ({type(error).__name__}: {str(error)[:200]})")
+    raise NothingRan("; then ".join(failures))
+
+
 def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, programs: dict | None = None,
                      fork_server: bool = True, compile_cache: dict | None = None) -> dict:
     """Run one rebuilt notebook in a fresh confined kernel; JSON in, JSON out.
@@ -153,16 +166,13 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
         nonlocal ran
         async with confinement(settings) as conf:
             ran = True
-            kernel = None
-            if zygote is not None:
-                try:
-                    kernel = await start_kernel(conf, zygote=zygote)
-                except Exception:  # noqa: BLE001 - run_in starts a kernel of its own, and reports a failure
-                    kernel = None
-            return await run_in(kernel, nb, conf)
+            return await run_in(await started_kernel(conf, zygote), nb, conf)
 
     try:
         execution = asyncio.run(execute())
+    except NothingRan:
+        _release_attempt()
+        raise
     except SandboxError as error:  # the sandbox failed before exec: nothing of the submission ran
         _release_attempt()
         raise NothingRan(str(error)) from None
