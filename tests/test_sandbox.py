@@ -337,46 +337,6 @@ def test_a_forked_kernel_looks_like_an_ordinary_kernel():
     assert forked["cwd"] == "/home/learner" and forked["modules"] == []
 
 
-TRACEBACKS = r"""
-import json
-from IPython.core.interactiveshell import InteractiveShell
-ip = get_ipython()
-formatter, calls = ip.InteractiveTB.structured_traceback, []
-def counted(*args, **kwargs):
-    calls.append(1)
-    return formatter(*args, **kwargs)
-ip.InteractiveTB.structured_traceback = counted
-result = ip.run_cell("import numpy as np\ndef local_mean(x):\n    np.testing.assert_allclose(x, 0.0, err_msg='the mean')\n"
-                     "local_mean(np.ones(4))", store_history=True)
-ip.InteractiveTB.structured_traceback = formatter
-stored = ip.history_manager.exceptions[ip.execution_count - 1]
-fresh = InteractiveShell._format_exception_for_storage(ip, result.error_in_exec)
-print(json.dumps({"formatted": len(calls), "shown": ip._last_traceback, "stored": stored, "fresh": fresh}))
-"""
-
-
-@needs_root
-def test_a_forked_kernel_formats_a_traceback_once_and_shows_and_stores_the_same_text():
-    """The fork server formats a traceback before forking (warm caches) and lets the shell store the traceback
-    it showed instead of formatting it a second time (``grader.sandbox.zygote``): half the CPU a blank notebook
-    spends on its errors. What the kernel shows and stores is the text an ordinary kernel shows and stores."""
-    import json
-
-    from grader.sandbox.zygote import Zygote
-
-    zygote = Zygote()
-    try:
-        forked = json.loads(_in_kernel(TRACEBACKS, zygote=zygote)[0])
-    finally:
-        zygote.close()
-    started = json.loads(_in_kernel(TRACEBACKS)[0])
-    assert (forked["formatted"], started["formatted"]) == (1, 2)
-    assert "the mean" in "".join(forked["shown"]) and "local_mean" in "".join(forked["shown"])
-    assert forked["shown"] == started["shown"]
-    assert forked["stored"] == forked["fresh"] == started["stored"] == started["fresh"]
-    assert forked["stored"]["traceback"] == forked["shown"] and forked["stored"]["ename"] == "AssertionError"
-
-
 @needs_root
 def test_a_kernel_cannot_fill_the_disk_and_its_home_is_released():
     def home_released(conf):

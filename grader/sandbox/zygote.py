@@ -101,57 +101,6 @@ def _read_line(fd: int) -> bytes:
     return line
 
 
-def _warm_tracebacks() -> None:
-    """Format one traceback as a kernel's shell does (IPython's ``Context`` mode, its default theme), and discard it.
-
-    The first traceback a process formats costs about 0.14 s of CPU and later ones about 0.01 s: IPython imports
-    stack_data and executing, pygments compiles its Python lexer's rules and the theme's styles, and
-    ``inspect.getmodule`` indexes every loaded module by file. Done here, every forked kernel and runner inherits
-    those caches; nothing of the learner's or the grader's is in them, and a kernel's tracebacks are the same text.
-    """
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.core.ultratb import AutoFormattedTB
-
-    shell = InteractiveShell.class_traits()
-    formatter = AutoFormattedTB(mode=shell["xmode"].default_value, theme_name=shell["colors"].default_value, tb_offset=1)
-    try:
-        raise NotImplementedError("warm-up")
-    except NotImplementedError:
-        formatter.structured_traceback(*sys.exc_info())
-
-
-def _store_the_shown_traceback() -> None:
-    """Let a kernel's shell store, for its history, the traceback it has just shown instead of formatting it again.
-
-    After a cell raises, IPython 9 formats the traceback twice: once to show it (``showtraceback``) and once more,
-    the same way, for ``history_manager.exceptions`` (read only by the ``%notebook`` magic), which is half of what
-    a blank notebook's kernel spends on its errors. The shown one is kept for exactly that exception (its type,
-    message and traceback object) and taken once; anything else is formatted by IPython as before.
-    """
-    from IPython.core.interactiveshell import InteractiveShell
-    from ipykernel.zmqshell import ZMQInteractiveShell
-
-    store = getattr(InteractiveShell, "_format_exception_for_storage", None)
-    if store is None:  # an IPython that formats each traceback once already
-        return
-    show = ZMQInteractiveShell._showtraceback
-
-    def _showtraceback(self, etype, evalue, stb):
-        self.__dict__["_grader_shown"] = (etype, id(evalue), id(getattr(evalue, "__traceback__", None)), str(evalue),
-                                          list(stb))
-        return show(self, etype, evalue, stb)
-
-    def _format_exception_for_storage(self, exception, filename=None, running_compiled_code=False):
-        shown = self.__dict__.pop("_grader_shown", None)
-        if (shown is not None and filename is None and not isinstance(exception, SyntaxError)
-                and shown[:4] == (type(exception), id(exception), id(exception.__traceback__), str(exception))):
-            return {"ename": type(exception).__name__, "evalue": shown[3], "traceback": shown[4]}
-        return store(self, exception, filename, running_compiled_code)
-
-    ZMQInteractiveShell._showtraceback = _showtraceback
-    ZMQInteractiveShell._format_exception_for_storage = _format_exception_for_storage
-
-
 def serve(args_fd: int) -> None:
     """Fork a child per request line on stdin; each child reads its own arguments from ``args_fd``.
 
@@ -165,8 +114,6 @@ def serve(args_fd: int) -> None:
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for name in PRELOAD:
         _quietly(__import__, name)
-    _quietly(_warm_tracebacks)
-    _store_the_shown_traceback()
     signal.signal(signal.SIGCHLD, _reap)
     replies = sys.stdout
     for _ in sys.stdin:
