@@ -37,6 +37,19 @@ def _parameter(text: str):
 
 
 def cmd_grade(args) -> int:
+    zygote = None
+    if not args.scheduler and not args.no_fork_server:  # its imports (about 3 s) overlap the grader's own
+        from grader.sandbox.zygote import Zygote
+
+        zygote = Zygote()
+    try:
+        return _grade(args, zygote)
+    finally:
+        if zygote is not None and zygote.running():
+            zygote.close(now=True)
+
+
+def _grade(args, zygote) -> int:
     from grader.classroom.batch import check_students, grade_all
     from grader.submission.pipeline import Settings
     from grader.classroom.report import summary, table
@@ -74,7 +87,7 @@ def cmd_grade(args) -> int:
                                        force=args.force, max_result_bytes=args.max_result_bytes, students=args.student)
     else:
         results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
-                            only=args.assignment, force=args.force, students=args.student)
+                            only=args.assignment, force=args.force, students=args.student, zygote=zygote)
     if args.gradebook:
         from grader.nbgrader_adapter.db import export_grades
 

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -291,6 +292,87 @@ def test_a_learner_cannot_make_a_classmates_identical_program_fail_by_running_it
                      settings, judged=judged)
     assert failing.error and b["bad"].error and b["step"].error is None and len(b["step"].outputs) == 3
     assert launches == [["step", "spin"], ["bad"], ["step", "bad"]] and judged.reused == 0
+
+
+def _concurrently(first, second, judged, started_first):
+    """Run ``first()`` in a thread, then ``second()`` here once ``started_first`` is set; both results."""
+    import threading
+
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault("first", first()))
+    thread.start()
+    assert started_first.wait(60)
+    out["second"] = second()
+    thread.join(120)
+    return out["first"], out["second"]
+
+
+def test_a_program_two_notebooks_run_at_the_same_moment_is_run_once(blobs, tmp_path, launches, monkeypatch):
+    """Learner B's notebook reaches its programs while A's runner is still running the same step: B waits for that
+    run and gets a copy of it instead of compiling and running the step a second time beside it."""
+    import threading
+
+    from grader.programs import launch
+    from grader.programs.judged import Judged
+
+    judged, settings, b_waits = Judged(), settings_for(tmp_path), threading.Event()
+    a_running, real = threading.Event(), launch._run_confined
+
+    def held(conf, request, *args, **kwargs):  # A's runner reports only once B is waiting for it
+        a_running.set()
+        assert b_waits.wait(60)
+        return real(conf, request, *args, **kwargs)
+
+    monkeypatch.setattr(launch, "_run_confined", held)
+    claim = judged.claim
+
+    def watched(*args):
+        got = claim(*args)
+        if got[1] is not None:
+            threading.Thread(target=lambda: (time.sleep(0.2), b_waits.set())).start()
+        return got
+
+    monkeypatch.setattr(judged, "claim", watched)
+    a, b = _concurrently(
+        lambda: run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged),
+        lambda: run_programs({"program.step": blobs["step"]}, [Program("program.step", 4, STEP)], 4, settings,
+                             judged=judged), judged, a_running)
+    assert launches == [["step"]] and b_waits.is_set() and judged.reused == 1 and judged.kept == 1
+    assert a["step"].error is None and b["program.step"].error is None and b["program.step"].key == "program.step"
+    for mine, theirs in zip(a["step"].inputs, b["program.step"].inputs):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_learner_cannot_make_a_classmate_waiting_for_their_run_fail(blobs, tmp_path, launches, monkeypatch):
+    """A's runner, holding the step B waits for, runs past its time limit (A's spin program): B's step is run on its
+    own and passes; the timeout is A's alone."""
+    import threading
+
+    from grader.programs import launch
+    from grader.programs.judged import Judged
+
+    spin = export("""
+        spin = jax.jit(lambda v: jax.lax.fori_loop(0, 2**31 - 1, lambda i, a: jnp.sin(a) + 1e-9 * i, v))
+        blobs["spin"] = exported(spin, jnp.zeros(12))
+    """)["spin"]
+    judged, settings, a_claimed = Judged(), settings_for(tmp_path), threading.Event()
+    monkeypatch.setattr(launch, "RUN_TIMEOUT_S", 8.0)
+    claim = judged.claim
+
+    def watched(*args):
+        got = claim(*args)
+        a_claimed.set()
+        return got
+
+    monkeypatch.setattr(judged, "claim", watched)
+    a, b = _concurrently(
+        lambda: run_programs({"step": blobs["step"], "spin": spin},
+                             [Program("step", 4, STEP), Program("spin", 1, (Input((12,)),))], 4, settings, judged=judged),
+        lambda: run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged),
+        judged, a_claimed)
+    assert "did not finish" in a["step"].error and "did not finish" in a["spin"].error
+    assert b["step"].error is None and len(b["step"].outputs) == 3 and judged.reused == 0
+    assert launches == [["step", "spin"], ["step"]]
 
 
 def test_the_key_is_the_programs_bytes_its_declaration_and_the_device_count_only():

@@ -319,6 +319,22 @@ def _identity(zygote) -> dict:
     return json.loads(re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text))
 
 
+def test_a_fork_server_started_early_and_not_needed_is_stopped_at_once(tmp_path):
+    """``grade`` starts the fork server before its own imports; with nothing to grade (every result kept) the run
+    stops it without waiting for its imports, and leaves no process behind."""
+    from grader.classroom.batch import grade_all
+    from grader.layout import Course
+    from grader.sandbox.zygote import Zygote
+    from grader.submission.pipeline import Settings
+
+    (tmp_path / "submitted").mkdir()
+    zygote = Zygote()
+    process = zygote._process
+    grade_all(tmp_path / "submitted", Course.default(), Settings(out=tmp_path / "out"), zygote=zygote)
+    assert not zygote.running() and process.poll() is not None  # killed, not left importing JAX
+    zygote.close()  # a second close is harmless (cli.cmd_grade's own cleanup)
+
+
 @needs_root
 def test_a_forked_kernel_looks_like_an_ordinary_kernel():
     from grader.sandbox import kernel_argv, kernel_environment

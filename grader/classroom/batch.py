@@ -344,10 +344,12 @@ def default_workers() -> int:
 
 
 def grade_all(submissions: Path, course: Course, settings: Settings, *, workers: int | None = None,
-              only: list[str] | None = None, force: bool = False,
-              students: list[str] | None = None) -> list[NotebookResult]:
+              only: list[str] | None = None, force: bool = False, students: list[str] | None = None,
+              zygote: Zygote | None = None) -> list[NotebookResult]:
     """Grade what is outstanding (``students``: only these learners, every other stored result untouched) and
-    rebuild grades.csv and results.json from every stored result."""
+    rebuild grades.csv and results.json from every stored result. ``zygote``: a fork server the caller started
+    early (``cli.cmd_grade`` starts it before importing this module, so its imports overlap the grader's); this
+    run stops it."""
     book = Gradebook(settings.out)
     todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
     workers = max(1, min(workers or default_workers(), len(todo) or 1))
@@ -360,7 +362,11 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
         with lock:
             progress.step(result)
 
-    zygote = Zygote() if settings.fork_server and todo else None
+    if zygote is not None and not (settings.fork_server and todo):
+        zygote.close(now=True)
+        zygote = None
+    elif zygote is None and settings.fork_server and todo:
+        zygote = Zygote()
     if todo:  # while the fork server imports JAX: timestamps.parse reads times as nbgrader does, and nbgrader's ~1 s
         import nbgrader.utils  # noqa: F401 - import is better paid once here than by every worker thread at once
     if settings.judged is None:  # identical programs judged once in this run (grader.programs.judged)

@@ -17,6 +17,10 @@ are the same bytes under the same declaration. What is never kept:
 
 Each hit is a deep copy, so a rubric that changes a run's arrays changes nothing for the next learner. The keys are
 kept for the run only (the object lives as long as the run that made it) and bounded by ``max_runs``.
+
+A program another notebook of the run is running right now is not run a second time beside it: ``claim`` hands the
+first notebook the run and the others an event to wait on; they then take its clean run like any earlier one, or,
+when it ran with an error (or the claimant never put it), run the program themselves.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ class Judged:
     def __init__(self, max_runs: int = 4096):
         self.max_runs = max_runs
         self._runs: dict[str, ProgramRun] = {}
+        self._running: dict[str, threading.Event] = {}  # claimed by a notebook whose runner has not reported yet
         self._lock = threading.Lock()
         self.reused = 0  # runs handed out again
         self.kept = 0  # runs stored
@@ -56,16 +61,35 @@ class Judged:
             self.reused += 1
         return dataclasses.replace(copy.deepcopy(run), key=program.key)
 
-    def put(self, blob: str, program: Program, num_devices: int, run: ProgramRun) -> None:
-        """Keep ``run`` when it ran cleanly (see the module's docstring for what is never kept)."""
-        if run.error is not None or not run.outputs and program.run:
-            return
+    def claim(self, blob: str, program: Program, num_devices: int) -> tuple[ProgramRun | None, threading.Event | None]:
+        """``(run, None)``: a copy of an earlier clean run, as ``get``. ``(None, event)``: another notebook is running
+        these bytes under this declaration now; wait for ``event``, then ``get`` (None: run it yourself).
+        ``(None, None)``: the caller runs it, and must ``put`` or ``release`` it."""
         key = program_key(blob, program, num_devices)
         with self._lock:
-            if key in self._runs or len(self._runs) >= self.max_runs:
-                return
-            self._runs[key] = copy.deepcopy(run)
-            self.kept += 1
+            if key not in self._runs:
+                if key in self._running:
+                    return None, self._running[key]
+                self._running[key] = threading.Event()
+                return None, None
+        return self.get(blob, program, num_devices), None
+
+    def release(self, blob: str, program: Program, num_devices: int) -> None:
+        """End a claim without a clean run: whoever waits on it runs the program on their own."""
+        with self._lock:
+            event = self._running.pop(program_key(blob, program, num_devices), None)
+        if event is not None:
+            event.set()
+
+    def put(self, blob: str, program: Program, num_devices: int, run: ProgramRun) -> None:
+        """Keep ``run`` when it ran cleanly (see the module's docstring for what is never kept); ends a claim."""
+        key = program_key(blob, program, num_devices)
+        if not (run.error is not None or not run.outputs and program.run):
+            with self._lock:
+                if key not in self._runs and len(self._runs) < self.max_runs:
+                    self._runs[key] = copy.deepcopy(run)
+                    self.kept += 1
+        self.release(blob, program, num_devices)
 
     def summary(self) -> str:
         """For the run's last line: how many program runs were reused."""

@@ -254,11 +254,12 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     ``zygote``: the kernels' fork server (``grader.sandbox.zygote``), to fork the runner from instead of starting it.
     ``fill_cache``: a folder the runner writes its compiled programs to (the instructor's programs only).
     ``judged``: the run's ``grader.programs.judged.Judged``: a program whose bytes and declaration ran cleanly earlier
-    in the run is not run again (its run is reused), and this notebook's clean runs are kept for later ones.
+    in the run is not run again (its run is reused), and this notebook's clean runs are kept for later ones; one that
+    another notebook is running at this moment is waited for and reused when it ran cleanly (else run here).
     """
     rng = np.random.default_rng(secrets.randbits(128))
     runs: dict[str, ProgramRun] = {}
-    present = []
+    present, claimed, waiting = [], [], []
     for program in programs:
         if blobs.get(program.key) == NOT_EXPORTED:  # the kernel's own words are never shown: they are the learner's
             error = ("JAX could not export it (jax.export) for the arrays the hidden test gave it: it must compute "
@@ -272,10 +273,38 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
         elif not isinstance(blobs.get(program.key), str):
             runs[program.key] = ProgramRun(program.key, error="no program was recorded (the test stopped before "
                                                                 "exporting it, or it could not be exported)")
-        elif judged is not None and (earlier := judged.get(blobs[program.key], program, num_devices)) is not None:
-            runs[program.key] = earlier
-        else:
+        elif judged is None:
             present.append(program)
+        else:
+            earlier, running = judged.claim(blobs[program.key], program, num_devices)
+            if earlier is not None:
+                runs[program.key] = earlier
+            elif running is not None:  # another notebook is running these bytes now: its clean run serves this one
+                waiting.append((program, running))
+            else:
+                present.append(program)
+                claimed.append(program)
+    try:
+        runs.update(_launched(blobs, present, num_devices, settings, zygote, fill_cache, judged, rng))
+    finally:
+        for program in claimed:  # a claim the run did not end (an exception): the waiters run it themselves
+            judged.release(blobs[program.key], program, num_devices)
+    again = []
+    for program, running in waiting:
+        running.wait(RUN_TIMEOUT_S + 30)
+        earlier = judged.get(blobs[program.key], program, num_devices)
+        if earlier is not None:
+            runs[program.key] = earlier
+        else:  # it failed there (or is still running): a failure is never another learner's fact, so run it here
+            again.append(program)
+    runs.update(_launched(blobs, again, num_devices, settings, zygote, fill_cache, judged, rng))
+    return runs
+
+
+def _launched(blobs, present: list[Program], num_devices: int, settings, zygote, fill_cache, judged,
+              rng) -> dict[str, ProgramRun]:
+    """Run ``present`` in one sealed runner, on fresh inputs; each clean run is kept in ``judged``."""
+    runs: dict[str, ProgramRun] = {}
     if not present:
         return runs
     inputs = {p.key: fresh_inputs(p, rng) for p in present}
@@ -291,8 +320,8 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
             runs[program.key] = ProgramRun(program.key, error=reason, inputs=inputs[program.key])
         else:
             runs[program.key] = parse_verdict(verdicts[index], program, inputs[program.key])
-            if judged is not None:
-                judged.put(blobs[program.key], program, num_devices, runs[program.key])
+        if judged is not None:
+            judged.put(blobs[program.key], program, num_devices, runs[program.key])
     return runs
 
 

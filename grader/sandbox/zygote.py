@@ -142,6 +142,7 @@ class Zygote:
         # command line has room for a kernel's (see grader.sandbox.disguise).
         kernel = kernel_argv(str(KERNEL_HOME / RUNTIME / connection_name(str(uuid.uuid4()))))
         self._lock = threading.Lock()
+        self._closed = False
         read_end, self._args = os.pipe()
         self._process = subprocess.Popen(
             padded_server_argv([sys.executable, "-m", "grader.sandbox.zygote", str(read_end)], kernel),
@@ -165,8 +166,18 @@ class Zygote:
                 raise RuntimeError("the forked kernel did not take its arguments")
         return int(json.loads(reply)["pid"])
 
-    def close(self) -> None:
+    def running(self) -> bool:
+        """Whether ``close`` has not been called yet."""
+        return not self._closed
+
+    def close(self, now: bool = False) -> None:
+        """Stop the server (its forked kernels die with it); ``now``: without waiting for its imports to finish."""
+        if self._closed:
+            return
+        self._closed = True
         os.close(self._args)
+        if now:
+            self._process.kill()
         if self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=10)
