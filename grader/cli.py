@@ -37,75 +37,65 @@ def _parameter(text: str):
 
 
 def cmd_grade(args) -> int:
-    zygote = None
-    if not args.scheduler and not args.no_fork_server:  # its imports (about 3 s) overlap the grader's own
-        from grader.sandbox.zygote import Zygote
+    from grader.sandbox.zygote import started_early  # first: the fork server's imports (about 3 s) overlap ours
 
-        zygote = Zygote()
-    try:
-        return _grade(args, zygote)
-    finally:
-        if zygote is not None and zygote.running():
-            zygote.close(now=True)
+    with started_early(not args.scheduler and not args.no_fork_server) as zygote:
+        from grader.classroom.batch import check_students, grade_all
+        from grader.submission.pipeline import Settings
+        from grader.classroom.report import summary, table
 
+        settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices, platform=args.platform,
+                            confine=not args.no_confine, prewarm=not args.no_prewarm,
+                            fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
+        if settings.confine and os.geteuid() != 0 and not args.scheduler:
+            print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
+                  "seccomp); only the time, memory, output and file limits apply. Grade untrusted work as root "
+                  "(docs/explanation/security-model.md).", file=sys.stderr)
+        security = None
+        if args.scheduler:
+            try:
+                security = _cluster_security(args)
+            except (ValueError, OSError) as error:
+                print(f"grade: {error}", file=sys.stderr)
+                return 2
+        elif any((args.tls_dir, args.tls_ca, args.tls_cert, args.tls_key, args.insecure_cluster,
+                  args.max_result_bytes is not None)):
+            print("grade: --tls-*, --insecure-cluster and --max-result-bytes apply only with --scheduler", file=sys.stderr)
+            return 2
+        if args.student:  # every id checked before anything runs
+            try:
+                check_students(args.submissions.resolve(), args.student)
+            except (ValueError, OSError) as error:
+                print(f"grade: --student: {error}", file=sys.stderr)
+                return 2
+        started = time.monotonic()
+        if args.scheduler:
+            from grader.classroom.cluster import grade_all_on_cluster
 
-def _grade(args, zygote) -> int:
-    from grader.classroom.batch import check_students, grade_all
-    from grader.submission.pipeline import Settings
-    from grader.classroom.report import summary, table
+            results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
+                                           security=security, insecure=args.insecure_cluster, only=args.assignment,
+                                           force=args.force, max_result_bytes=args.max_result_bytes, students=args.student)
+        else:
+            results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
+                                only=args.assignment, force=args.force, students=args.student, zygote=zygote)
+        if args.gradebook:
+            from grader.nbgrader_adapter.db import export_grades
 
-    settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices, platform=args.platform,
-                        confine=not args.no_confine, prewarm=not args.no_prewarm,
-                        fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
-    if settings.confine and os.geteuid() != 0 and not args.scheduler:
-        print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
-              "seccomp); only the time, memory, output and file limits apply. Grade untrusted work as root "
-              "(docs/explanation/security-model.md).", file=sys.stderr)
-    security = None
-    if args.scheduler:
-        try:
-            security = _cluster_security(args)
-        except (ValueError, OSError) as error:
+            chosen = [r for r in results if not args.student or r.student_id in args.student]  # the others' rows stay
+            print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())} notebooks written "
+                  f"to {args.gradebook}")
+        from grader.nbgrader_adapter.manual_grades import refreshed
+
+        try:  # grades already entered by hand stay in the tables; late penalties where a due date is set
+            results, manual, late = refreshed(settings.out, args.gradebook)
+        except ValueError as error:
             print(f"grade: {error}", file=sys.stderr)
             return 2
-    elif any((args.tls_dir, args.tls_ca, args.tls_cert, args.tls_key, args.insecure_cluster,
-              args.max_result_bytes is not None)):
-        print("grade: --tls-*, --insecure-cluster and --max-result-bytes apply only with --scheduler", file=sys.stderr)
-        return 2
-    if args.student:  # every id checked before anything runs
-        try:
-            check_students(args.submissions.resolve(), args.student)
-        except (ValueError, OSError) as error:
-            print(f"grade: --student: {error}", file=sys.stderr)
-            return 2
-    started = time.monotonic()
-    if args.scheduler:
-        from grader.classroom.cluster import grade_all_on_cluster
-
-        results = grade_all_on_cluster(args.submissions.resolve(), Course.default(), settings, args.scheduler,
-                                       security=security, insecure=args.insecure_cluster, only=args.assignment,
-                                       force=args.force, max_result_bytes=args.max_result_bytes, students=args.student)
-    else:
-        results = grade_all(args.submissions.resolve(), Course.default(), settings, workers=args.workers,
-                            only=args.assignment, force=args.force, students=args.student, zygote=zygote)
-    if args.gradebook:
-        from grader.nbgrader_adapter.db import export_grades
-
-        chosen = [r for r in results if not args.student or r.student_id in args.student]  # the others' rows stay
-        print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())} notebooks written "
-              f"to {args.gradebook}")
-    from grader.nbgrader_adapter.manual_grades import refreshed
-
-    try:  # grades already entered by hand stay in the tables; late penalties where a due date is set
-        results, manual, late = refreshed(settings.out, args.gradebook)
-    except ValueError as error:
-        print(f"grade: {error}", file=sys.stderr)
-        return 2
-    print(table(results, manual, late))
-    print(summary(results, time.monotonic() - started))
-    print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
-          f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
-    return 0
+        print(table(results, manual, late))
+        print(summary(results, time.monotonic() - started))
+        print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
+              f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
+        return 0
 
 
 def cmd_serve(args) -> int:

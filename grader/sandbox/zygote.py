@@ -15,6 +15,7 @@ starting a process.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -181,6 +182,18 @@ class Zygote:
         if self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def started_early(wanted: bool):
+    """A ``Zygote`` started now (None unless ``wanted``), so that its imports (about 3 s) overlap the caller's own;
+    whoever is handed it closes it, and on leaving it is stopped at once if nobody did."""
+    zygote = Zygote() if wanted else None
+    try:
+        yield zygote
+    finally:
+        if zygote is not None and zygote.running():
+            zygote.close(now=True)
 
 
 class ForkedProcess:
