@@ -294,7 +294,7 @@ def test_a_learner_cannot_make_a_classmates_identical_program_fail_by_running_it
     assert launches == [["step", "spin"], ["bad"], ["step", "bad"]] and judged.reused == 0
 
 
-def _concurrently(first, second, judged, started_first):
+def _concurrently(first, second, started_first):
     """Run ``first()`` in a thread, then ``second()`` here once ``started_first`` is set; both results."""
     import threading
 
@@ -336,7 +336,7 @@ def test_a_program_two_notebooks_run_at_the_same_moment_is_run_once(blobs, tmp_p
     a, b = _concurrently(
         lambda: run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged),
         lambda: run_programs({"program.step": blobs["step"]}, [Program("program.step", 4, STEP)], 4, settings,
-                             judged=judged), judged, a_running)
+                             judged=judged), a_running)
     assert launches == [["step"]] and b_waits.is_set() and judged.reused == 1 and judged.kept == 1
     assert a["step"].error is None and b["program.step"].error is None and b["program.step"].key == "program.step"
     for mine, theirs in zip(a["step"].inputs, b["program.step"].inputs):
@@ -369,7 +369,7 @@ def test_a_learner_cannot_make_a_classmate_waiting_for_their_run_fail(blobs, tmp
         lambda: run_programs({"step": blobs["step"], "spin": spin},
                              [Program("step", 4, STEP), Program("spin", 1, (Input((12,)),))], 4, settings, judged=judged),
         lambda: run_programs({"step": blobs["step"]}, [Program("step", 4, STEP)], 4, settings, judged=judged),
-        judged, a_claimed)
+        a_claimed)
     assert "did not finish" in a["step"].error and "did not finish" in a["spin"].error
     assert b["step"].error is None and len(b["step"].outputs) == 3 and judged.reused == 0
     assert launches == [["step", "spin"], ["step"]]

@@ -362,10 +362,11 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
         with lock:
             progress.step(result)
 
-    if zygote is not None and not (settings.fork_server and todo):
+    needed = bool(settings.fork_server and todo)
+    if zygote is not None and not needed:
         zygote.close(now=True)
         zygote = None
-    elif zygote is None and settings.fork_server and todo:
+    elif zygote is None and needed:
         zygote = Zygote()
     if todo:  # while the fork server imports JAX: timestamps.parse reads times as nbgrader does, and nbgrader's ~1 s
         import nbgrader.utils  # noqa: F401 - import is better paid once here than by every worker thread at once
