@@ -10,7 +10,9 @@ Two classes (``--classes demo,bench``): ``demo``, the sample class ``samples/sub
 also as ``ID-2``), and ``bench``, ``--submissions`` notebooks (default 1000) spread over the three assignments,
 drawn in turn from the class of ``grading_throughput.py`` (correct answers written several ways, blank
 notebooks, realistic wrong answers) with one broken or hostile submission in twenty (not JSON, not a notebook,
-a kernel that dies, ``sys.exit``). For each class, in this order, each after waiting for a quiet machine:
+a kernel that dies, ``sys.exit``); each answered notebook made its learner's own by a code cell at its end, blank
+ones left identical, as in a real class (the grader runs identical notebooks once: ``grader.classroom.identical``).
+For each class, in this order, each after waiting for a quiet machine:
 
   floor    for each submission, the instructor notebook of its assignment (solutions and hidden tests, converted
            once by nbconvert) run as a plain Python script, a fresh interpreter each, two at a time
@@ -47,6 +49,8 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import baseline_tree, compared, short  # noqa: E402
@@ -68,6 +72,7 @@ OWN_CPU = ("import atexit, os, resource, runpy, sys\nme = os.getpid()\n"
            "        print(f'INSTRUCTOR-CPU {u.ru_utime + u.ru_stime}', file=sys.stderr, flush=True)\n"
            "atexit.register(own)\nsys.argv[0] = 'grader'\nrunpy.run_module('grader', run_name='__main__', alter_sys=True)")
 REUSED = re.compile(r"\d+ program runs reused from identical programs \(\d+ kept\)")
+NOT_RUN_AGAIN = re.compile(r"\d+ notebooks identical to an earlier submission's not run again \(\d+ runs kept\)")
 
 
 def build(course: Course, submitted: Path, count: int) -> dict[str, int]:
@@ -82,10 +87,21 @@ def build(course: Course, submitted: Path, count: int) -> dict[str, int]:
             pool = CLASS[assignment]
             path = pool[learner % len(pool)]
         student = f"s{index:05d}"  # one notebook per learner: every submission is its own
-        write_submission(course, assignment, parse(path), submitted, student)
+        notebook = write_submission(course, assignment, parse(path), submitted, student)
         kind = "broken" if path in BROKEN else SAMPLE_KINDS.get(path.stem) or path.stem.split("-")[0]
+        if kind not in ("broken", "blank"):
+            own_copy(notebook, student)
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
+
+
+def own_copy(path: Path, student: str) -> None:
+    """Make an answered notebook this learner's own, as real learners' answers differ: a code cell of theirs at its
+    end. Without it the class would repeat ten answers per notebook, and the grader runs an identical notebook once
+    (``grader.classroom.identical``); blank notebooks stay as handed out, identical as they are in a real class."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(f"# {student}'s notes"))
+    path.write_text(nbformat.writes(notebook))
 
 
 def demo(submitted: Path) -> dict[str, int]:
@@ -176,7 +192,9 @@ def grade_class(name: str, submitted: Path, kinds: dict[str, int], work: Path, a
     ratio = local.seconds["class"] / floor.seconds["class"]
     print(f"ours / floor: {ratio:.2f} (target <= 0.65)" + (" [sampled floor]" if args.floor_sample else ""))
     reused = REUSED.findall((work / "local.log").read_text())
-    print(f"ours local: {reused[-1] if reused else 'no program runs reused (the grader printed no reuse line)'}")
+    again = NOT_RUN_AGAIN.findall((work / "local.log").read_text())
+    print(f"ours local: {reused[-1] if reused else 'no program runs reused (the grader printed no reuse line)'}; "
+          f"{again[-1] if again else 'every notebook run (none identical to an earlier one)'}")
     for run, _, out in runs[2:]:
         if out.name.startswith("dask"):
             compared(f"{run.name} vs local", work / "local", out)

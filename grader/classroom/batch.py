@@ -35,7 +35,8 @@ from grader import cells, identifiers
 from grader.submission.gradebook import Gradebook
 from grader.submission.intake import InvalidSubmission, fingerprint, locate, shown_name
 from grader.submission.judge import load_rubric
-from grader.kernel.run import SandboxError, run_in, start_kernel, stop_kernel
+from grader.classroom.identical import Identical, notebook_key, repeats_last
+from grader.kernel.run import Execution, SandboxError, run_in, start_kernel, stop_kernel
 from grader.layout import Course
 from grader.submission.pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
 from grader.programs.judged import Judged
@@ -225,6 +226,33 @@ async def _execute(prepared, current: asyncio.Future, settings: Settings, zygote
     raise InfrastructureError("; then ".join(failures))
 
 
+async def _run_once(prepared, settings: Settings, zygote: Zygote | None, take_kernel) -> Execution:
+    """The kernel's run of the prepared notebook: a copy of the clean run of an identical notebook in this grading
+    run (``grader.classroom.identical``), waited for while another worker runs it, or a run of its own."""
+    identical, key = settings.identical, None
+    if identical is not None:
+        key = notebook_key(prepared.job.assignment_id, prepared.notebook)
+        while True:
+            earlier, running = identical.claim(key)
+            if earlier is not None:
+                return earlier
+            if running is None:
+                break
+            if not await asyncio.to_thread(running.wait, settings.limits.notebook_timeout_s + 60):
+                key = None  # the other run never ended: run it here, unshared
+                break
+    try:
+        current = take_kernel() if take_kernel else asyncio.ensure_future(warm_kernel(settings, zygote))
+        execution = await _execute(prepared, current, settings, zygote)
+    except BaseException:
+        if key is not None:
+            identical.release(key)  # whoever waits runs the notebook on their own
+        raise
+    if key is not None:
+        identical.put(key, execution)
+    return execution
+
+
 async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote | None,
                     take_kernel=None) -> NotebookResult | None:
     """Grade one submission; ``take_kernel()`` brings the (pre-started) kernel once the notebook is ready to run
@@ -236,9 +264,8 @@ async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote
         phase = "recording the result"
         if prepared.notebook is None:
             return finish(prepared, None, course, settings)
-        current = take_kernel() if take_kernel else asyncio.ensure_future(warm_kernel(settings, zygote))
         phase = "running the notebook"
-        execution = await _execute(prepared, current, settings, zygote)
+        execution = await _run_once(prepared, settings, zygote, take_kernel)
         phase = "running the recorded programs"
         programs = await asyncio.to_thread(program_runs, prepared, execution, course, settings, zygote)
         phase = "judging and recording the result"
@@ -354,7 +381,7 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
     todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
     workers = max(1, min(workers or default_workers(), len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
-    for job in todo:
+    for job in repeats_last(todo, _fingerprint):  # a copy of an earlier file then finds its run done, not running
         queued.put(job)
     lock = threading.Lock()
 
@@ -372,6 +399,8 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
         import nbgrader.utils  # noqa: F401 - import is better paid once here than by every worker thread at once
     if settings.judged is None:  # identical programs judged once in this run (grader.programs.judged)
         settings = dataclasses.replace(settings, judged=Judged())
+    if settings.identical is None:  # identical notebooks run once in this run (grader.classroom.identical)
+        settings = dataclasses.replace(settings, identical=Identical())
     try:
         settings = _with_compile_cache(course, settings, todo, workers, zygote)
         threads = [threading.Thread(target=asyncio.run, args=(_worker(queued, course, settings, report, zygote),))
@@ -383,8 +412,9 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
     finally:
         if zygote is not None:
             zygote.close()
-    if todo and settings.judged.reused:
-        print(settings.judged.summary(), file=sys.stderr, flush=True)
+    for shared in (settings.identical, settings.judged):
+        if todo and shared.reused:
+            print(shared.summary(), file=sys.stderr, flush=True)
     results = book.all_results()
     book.write_tables(results)
     return results

@@ -66,6 +66,7 @@ class Settings:
     compile_cache: bool = True  # program runners read the instructor's programs compiled beforehand (grader.classroom.compile_cache)
     compile_cache_dir: Path | None = None  # that folder, once filled and sealed (bound into program runners only)
     judged: object | None = field(default=None, compare=False, repr=False)  # the run's grader.programs.judged.Judged
+    identical: object | None = field(default=None, compare=False, repr=False)  # grader.classroom.identical.Identical
 
 
 def notebook_name(assignment: str) -> str:
