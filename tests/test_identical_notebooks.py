@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import shutil
 import threading
 
@@ -191,3 +192,26 @@ def test_a_claim_left_by_a_failed_run_lets_the_waiter_run_its_own(tmp_path):
     thread = threading.Timer(0.1, identical.release, args=("k",))
     thread.start()
     assert asyncio.run(waiter()) == (None, None), "the waiter now holds the claim and runs the notebook itself"
+
+
+def test_copies_of_a_notebook_whose_run_stopped_do_not_wait_for_each_other():
+    """Otherwise copies of a notebook that spins to its time limit would run one after another, each waiting for
+    the last: the class's time limit, times the copies."""
+    identical = Identical()
+    assert identical.claim("spins") == (None, None)
+    identical.put("spins", Execution(notebook=nbformat.v4.new_notebook(), stopped="timed_out"))
+    assert identical.claim("spins") == (None, None)
+    assert identical.claim("spins") == (None, None), "a second copy running beside the first does not wait for it"
+
+
+def test_what_is_kept_is_bounded_in_bytes():
+    """A class of learners who each print megabytes cannot fill the instructor's memory: past the bound, notebooks
+    are run, not kept."""
+    identical = Identical(max_bytes=200_000)
+    for key in ("a", "b", "c"):
+        noisy = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(...)")])
+        noisy.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=os.urandom(60_000).hex())]
+        assert identical.claim(key) == (None, None)
+        identical.put(key, Execution(notebook=noisy))
+    assert identical.kept == 2 and identical.bytes <= 200_000
+    assert identical.claim("c") == (None, None), "the third was not kept: its copy runs"

@@ -20,18 +20,20 @@ learner), the judging, and the files written. What is never kept:
   learner must not be able to make a classmate's identical notebook stop by running it first;
 * a run whose kernel did not start or could not be confined, or that raised inside the grader.
 
-Each hit is a deep copy. A notebook another worker of the run is running right now is not run a second time beside
-it: ``claim`` hands the first worker the run and the others an event to wait on; they then take its clean run, or,
-when it stopped (or the claimant never put it), run the notebook themselves. ``repeats_last`` orders a run's jobs so
-that a submission whose file is byte-identical to an earlier one's comes after every first one: it then finds a
-finished run instead of waiting for one.
+Each hit is a copy of its own (unpickled from what was kept). A notebook another worker of the run is running right
+now is not run a second time beside it: ``claim`` hands the first worker the run and the others an event to wait on;
+they then take its clean run or, when it stopped (or the claimant never put it), run the notebook themselves, side by
+side. A notebook whose run stopped is never waited for again, so the copies of one that spins to its time limit wait
+for it once at most. ``repeats_last`` orders a run's jobs so that a submission whose file is byte-identical to an
+earlier one's comes after every first one: it then finds a finished run instead of waiting for one.
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
+import pickle
 import threading
+import zlib
 from collections.abc import Callable, Iterable
 
 
@@ -57,29 +59,36 @@ def repeats_last(jobs: Iterable, fingerprint: Callable) -> list:
 
 
 class Identical:
-    """The clean kernel runs of one grading run, by ``notebook_key``; safe to share between the run's threads."""
+    """The clean kernel runs of one grading run, by ``notebook_key``; safe to share between the run's threads.
 
-    def __init__(self, max_runs: int = 2048):
-        self.max_runs = max_runs
-        self._runs: dict[str, object] = {}
+    A run is kept pickled and compressed (about a third of its notebook's JSON), within ``max_bytes`` in all: a
+    class of learners who each print megabytes cannot fill the instructor's memory; past it, notebooks just run."""
+
+    def __init__(self, max_runs: int = 4096, max_bytes: int = 256 * 2**20):
+        self.max_runs, self.max_bytes = max_runs, max_bytes
+        self._runs: dict[str, bytes] = {}
+        self._stopped: set[str] = set()  # keys whose run stopped: each later copy runs at once, nobody waits
         self._running: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        self.bytes = 0  # of the runs kept
         self.reused = 0  # executions handed out again
         self.kept = 0  # executions stored
 
     def claim(self, key: str) -> tuple[object | None, threading.Event | None]:
         """``(execution, None)``: a copy of an earlier clean run. ``(None, event)``: another worker is running this
         notebook now; wait for ``event``, then claim again. ``(None, None)``: the caller runs it, and must ``put`` or
-        ``release`` the key."""
+        ``release`` the key (a key whose run stopped is never claimed again: each copy runs, none waits)."""
         with self._lock:
-            run = self._runs.get(key)
-            if run is None:
+            kept = self._runs.get(key)
+            if kept is None:
+                if key in self._stopped:
+                    return None, None
                 if key in self._running:
                     return None, self._running[key]
                 self._running[key] = threading.Event()
                 return None, None
             self.reused += 1
-        return copy.deepcopy(run), None
+        return pickle.loads(zlib.decompress(kept)), None
 
     def release(self, key: str) -> None:
         """End a claim without a clean run: whoever waits on it runs the notebook on their own."""
@@ -92,10 +101,16 @@ class Identical:
         """Keep ``execution`` when it ran to the end (see the module's docstring for what is never kept); ends the
         claim. Call it before anything changes the execution: what is kept is a copy made here."""
         if execution.stopped is None:
+            kept = zlib.compress(pickle.dumps(execution, protocol=pickle.HIGHEST_PROTOCOL), 1)
             with self._lock:
-                if key not in self._runs and len(self._runs) < self.max_runs:
-                    self._runs[key] = copy.deepcopy(execution)
+                if (key not in self._runs and len(self._runs) < self.max_runs
+                        and self.bytes + len(kept) <= self.max_bytes):
+                    self._runs[key] = kept
+                    self.bytes += len(kept)
                     self.kept += 1
+        else:
+            with self._lock:
+                self._stopped.add(key)
         self.release(key)
 
     def summary(self) -> str:
