@@ -27,7 +27,7 @@ demo: $(STAMP)
 	@$(PY) -m grader report --out $(GRADING) --html > /dev/null && echo "class report: $(abspath $(GRADING))/class-report/index.html"
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto tests
 
 # The site: docs/ and the three lessons rendered from notebooks/ with their figures (mkdocs.yml), into site/.
 docs: $(STAMP)

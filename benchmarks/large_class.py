@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/large_class.py                      # issue 27's run: about 3.5 h on 2 cores
     .venv/bin/python benchmarks/large_class.py --submissions 100    # the quick version (about half an hour)
 
-``tests/test_benchmarks.py`` runs it on 12 submissions with a sampled floor (``--floor-sample 1``) and one Dask
+``tests/test_benchmarks.py`` runs it on 3 submissions (one per assignment) with a sampled floor (``--floor-sample 1``) and one Dask
 worker, and checks that every figure below is printed and the Dask grades equal the local ones.
 
 Two classes (``--classes demo,bench``): ``demo``, the sample class ``samples/submitted`` taken twice (each learner

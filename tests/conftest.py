@@ -24,6 +24,7 @@ from grader.submission.pipeline import Settings
 from grader.results import NotebookResult
 from grader.sandbox import Limits
 from grader.course.variants import Scenario, parse, write_submission
+from timing import Timing
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_GROUPS = {
@@ -118,6 +119,57 @@ def host_listeners():
             thread.join()
         for sock in sockets:
             sock.close()
+
+
+# -- two workers (make test runs pytest-xdist) ---------------------------------------------------------------------
+# Each test file is one unit of work, given whole to one worker, so a module fixture is set up once. The files that
+# read the graded batch are one unit (the batch is graded once, by three kernels, on one worker), and so are the hub
+# tests (they share the machine's Unix accounts, /opt/jax-course and /srv). Units go out longest first, in the order
+# of tests/longest-first.txt (tests/durations_table.py --write makes it from a run's timing), the rest after them.
+# xdist's own --dist loadgroup cannot do this under pytest 9 (it renames items through an attribute pytest 9 no
+# longer reads), so the scheduler below groups by these units itself.
+GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_scenarios.py"}
+SHARED_UNITS = {"tests/test_hub.py": "hub", "tests/test_hub_attacks.py": "hub",
+                **{path: "graded" for path in GRADED_UNIT}}
+LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
+
+
+def unit_of(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(path, path)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Timing(config), "course-timing")
+
+
+def pytest_collection_modifyitems(config, items):
+    strays = sorted({i.nodeid.split("::", 1)[0] for i in items if "graded" in getattr(i, "fixturenames", ())}
+                    - GRADED_UNIT)
+    if strays:  # a file of its own would grade the whole batch again on the other worker
+        raise pytest.UsageError(f"{', '.join(strays)} read the graded batch: add them to GRADED_UNIT in tests/conftest.py")
+    order = LONGEST_FIRST.read_text().split() if LONGEST_FIRST.exists() else []
+    rank = {unit: index for index, unit in enumerate(order)}
+    items.sort(key=lambda item: rank.get(unit_of(item.nodeid), len(rank)))  # stable: a file keeps its own order
+
+
+def pytest_xdist_auto_num_workers(config):
+    """make test's ``-n auto``: two workers even on one core (one waits on a server or a browser while the other
+    computes), one a core up to four (the graded batch already keeps every core busy with its kernels)."""
+    return max(2, min(4, os.cpu_count() or 1))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only where xdist runs the suite
+
+    class ByUnit(LoadScopeScheduling):
+        """xdist's scheduling by scope, the scope being a test's unit, handed out in collection order."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False  # keep longest-first, not most-tests-first
+    return ByUnit(config, log)
 
 
 @pytest.fixture(scope="session")

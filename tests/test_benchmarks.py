@@ -1,5 +1,5 @@
-"""The large-class benchmark (``benchmarks/large_class.py``, issue 27) in the tests' reach: a 12-submission class
-graded against its (sampled) floor, locally and on a one-worker Dask cluster over TLS, in a few minutes.
+"""The large-class benchmark (``benchmarks/large_class.py``, issue 27) in the tests' reach: a 3-submission class
+(one per assignment: the smallest that reaches every path) graded against its (sampled) floor, locally and on a one-worker Dask cluster over TLS, in a few minutes.
 
 The timings are not judged here (the machine running the suite is busy with it); what is judged is that one run
 prints every figure the issue asks for and that the Dask path's grades equal the local ones. The full run
@@ -22,7 +22,7 @@ NUMBER = r"\s+[0-9.]+"
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="kernels are sealed, and a Dask worker grades at all, only as root")
 def test_the_large_class_benchmark_reports_the_floor_ratio_rates_and_identical_grades():
-    command = [sys.executable, str(ROOT / "benchmarks" / "large_class.py"), "--submissions", "12", "--classes",
+    command = [sys.executable, str(ROOT / "benchmarks" / "large_class.py"), "--submissions", "3", "--classes",
                "bench", "--dask", "1", "--floor-sample", "1", "--baseline", "", "--quiet-wait", "0"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     out = result.stdout

@@ -11,6 +11,7 @@ where that is impossible (no root, no network, no Node.js) the test is skipped w
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -40,8 +41,12 @@ LAB_SETTINGS = {
 
 
 def _setup_browser() -> None:
+    """Install Chromium and playwright-core once: the workers of a parallel run take turns (apt-get and npm would
+    trip over each other's locks), and whoever comes second finds them installed."""
     try:
-        result = subprocess.run(["bash", str(BROWSER / "setup.sh")], capture_output=True, text=True, timeout=900)
+        with (BROWSER / ".setup.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            result = subprocess.run(["bash", str(BROWSER / "setup.sh")], capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         pytest.skip("tests/browser/setup.sh took over 15 minutes to install Chromium and playwright-core")
     if result.returncode == UNAVAILABLE:

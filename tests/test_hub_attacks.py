@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -251,6 +252,17 @@ victim.unlink()
 '''
 
 
+def fresh_tmp_keeping(*keep: Path) -> str:
+    """A shell line, for a private mount namespace: a fresh tmpfs on /tmp, with each folder of ``keep`` that lay under
+    the old /tmp (a checkout cloned into /tmp, its .venv, the interpreter it links to) bound back at its own path."""
+    kept = sorted({str(p.resolve()) for p in keep if Path("/tmp") in p.resolve().parents})
+    line = "mkdir -p /run/old-tmp && mount --bind /tmp /run/old-tmp && mount -t tmpfs tmpfs /tmp"
+    for path in kept:  # parents first (sorted), so a folder inside another is bound on top of it
+        old = shlex.quote("/run/old-tmp/" + path[len("/tmp/"):])
+        line += f" && mkdir -p {shlex.quote(path)} && mount --bind {old} {shlex.quote(path)}"
+    return line
+
+
 def test_a_learner_cannot_plant_the_grading_services_uid_locks():
     """``grader.sandbox.lease`` keeps a lock file per sandbox uid in ``/tmp/grader-uid-locks`` and root opens them for
     writing: a learner who made that folder first (a fresh /tmp after a reboot, before the hub) owns it, and each
@@ -262,8 +274,9 @@ def test_a_learner_cannot_plant_the_grading_services_uid_locks():
     if shutil.which("unshare") is None:
         pytest.skip("unshare (util-linux) is missing")
     env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           'mount -t tmpfs tmpfs /tmp && exec "$0" -c "$1"', sys.executable, LOCKS_ATTACK],
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", fresh_tmp_keeping(
+                           ROOT, Path(sys.executable).parent.parent, Path(sys.executable).resolve().parent.parent)
+                           + ' && cd "$2" && exec "$0" -c "$1"', sys.executable, LOCKS_ATTACK, str(ROOT)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("LOCKS "))[6:])

@@ -1,0 +1,75 @@
+"""Where the suite's time goes: the table in docs/how-to/test-and-ci.md, made from a run's own timing.
+
+    .venv/bin/python tests/durations_table.py            # print the table of test-artifacts/durations.json
+    .venv/bin/python tests/durations_table.py --write    # and put it in the how-to, between its markers
+
+``test-artifacts/durations.json`` is written by every ``make test`` (``tests/timing.py``). The table has the run's
+wall time, each test file's share (setup, call and teardown of its tests, so a module fixture counts where it is
+paid), the module- and session-scoped fixtures that took longest to set up, and the slowest single tests.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = ROOT / "test-artifacts" / "durations.json"
+HOWTO = ROOT / "docs" / "how-to" / "test-and-ci.md"
+BEGIN, END = "<!-- durations table: tests/durations_table.py --write -->", "<!-- end of durations table -->"
+
+
+def _spent(entry: dict) -> float:
+    return entry.get("setup", 0) + entry.get("call", 0) + entry.get("teardown", 0)
+
+
+def table(record: dict, files: int = 20, fixtures: int = 12, tests: int = 12) -> str:
+    by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for entry in record["tests"].values():
+        by_file[entry["file"]][0] += _spent(entry)
+        by_file[entry["file"]][1] += 1
+    total = sum(spent for spent, _ in by_file.values())
+    lines = [f"Run of {record['when']}: {record['collected']} tests, {record['wall_s'] / 60:.1f} min of pytest "
+             f"({'passed' if record['passed'] else 'FAILED'}). {record['budget']}.", "",
+             "| test file | tests | seconds | share of the tests' time |", "|---|---:|---:|---:|"]
+    for name, (spent, count) in sorted(by_file.items(), key=lambda kv: -kv[1][0])[:files]:
+        lines.append(f"| `{name}` | {count} | {spent:.0f} | {spent / total:.0%} |")
+    rest = sorted(by_file.items(), key=lambda kv: -kv[1][0])[files:]
+    if rest:
+        lines.append(f"| {len(rest)} other files | {sum(c for _, (_, c) in rest)} | "
+                     f"{sum(s for _, (s, _) in rest):.0f} | {sum(s for _, (s, _) in rest) / total:.0%} |")
+    lines += ["", "| long-lived fixture | scope | set-up seconds | paid by |", "|---|---|---:|---|"]
+    for fixture in sorted(record["fixtures"], key=lambda f: -f["setup"])[:fixtures]:
+        lines.append(f"| `{fixture['fixture']}` ({fixture['module']}) | {fixture['scope']} | {fixture['setup']:.0f} | "
+                     f"`{(fixture['paid_by'] or '').split('::', 1)[-1][:70]}` |")
+    lines += ["", "| slowest tests (setup + call + teardown) | seconds |", "|---|---:|"]
+    for name, entry in sorted(record["tests"].items(), key=lambda kv: -_spent(kv[1]))[:tests]:
+        lines.append(f"| `{name[:110]}` | {_spent(entry):.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--durations", type=Path, default=DURATIONS)
+    parser.add_argument("--write", action="store_true", help=f"replace the table in {HOWTO.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    if not args.durations.exists():
+        print(f"{args.durations} is missing: run `make test` first (tests/timing.py writes it)", file=sys.stderr)
+        return 2
+    record = json.loads(args.durations.read_text())
+    text = table(record)
+    print(text)
+    if args.write:
+        page = HOWTO.read_text()
+        if BEGIN not in page or END not in page:
+            print(f"{HOWTO} has no markers {BEGIN!r} ... {END!r}", file=sys.stderr)
+            return 2
+        head, rest = page.split(BEGIN, 1)
+        HOWTO.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
