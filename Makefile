@@ -1,6 +1,6 @@
 # Two commands set up everything on a fresh machine (Python 3.11 + pip):
 #   make demo   build student notebooks, execute the instructor notebooks, grade the samples
-#   make test   run the test suite
+#   make test   run the test suite (make test-fast: a quick subset while editing)
 #   make docs   build the documentation and the lessons as a web site into site/ (no network needed)
 # Both create .venv/ first if it is missing or out of date.
 
@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 GRADING := .
 
-.PHONY: demo test docs lab instructor serve hub workspace generate figures samples grade clean-grading
+.PHONY: demo test test-fast docs lab instructor serve hub workspace generate figures samples grade clean-grading
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,18 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
 	@$(PY) -m grader report --out $(GRADING) --html > /dev/null && echo "class report: $(abspath $(GRADING))/class-report/index.html"
 
+# The suite on two workers (tests/conftest.py hands each test file to one of them; docs/how-to/test-and-ci.md).
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto tests
+
+# A quick loop while editing (about 3 minutes, a convenience: make test stays the gate): the unit, property and
+# program tests, and the scenario tests on the samples plus the scenarios those tests name.
+FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,architecture units hooks late late_export_report_attacks \
+	evidence validate_service instructor_inputs diagnosis properties program_structure lessons identical_notebooks \
+	compile_cache runtime artifacts programs xss feedback_page sandbox scenarios))
+FAST_SCENARIOS := sample/*,corpus/sharded_step/wrong-numpy-outputs,attack/sharded_step/net-host-listener
+test-fast: $(STAMP)
+	GRADER_SCENARIOS='$(FAST_SCENARIOS)' $(PY) -m pytest -q -n auto -m "not slow" $(FAST_TESTS)
 
 # The site: docs/ and the three lessons rendered from notebooks/ with their figures (mkdocs.yml), into site/.
 docs: $(STAMP)
