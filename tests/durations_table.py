@@ -1,7 +1,8 @@
 """Where the suite's time goes: the table in docs/how-to/test-and-ci.md, made from a run's own timing.
 
     .venv/bin/python tests/durations_table.py            # print the table of test-artifacts/durations.json
-    .venv/bin/python tests/durations_table.py --write    # and put it in the how-to, between its markers
+    .venv/bin/python tests/durations_table.py --write    # put it in the how-to, and the units' order in
+                                                         # tests/longest-first.txt (from a whole-suite run only)
 
 ``test-artifacts/durations.json`` is written by every ``make test`` (``tests/timing.py``). The table has the run's
 wall time, each test file's share (setup, call and teardown of its tests, so a module fixture counts where it is
@@ -18,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "test-artifacts" / "durations.json"
 HOWTO = ROOT / "docs" / "how-to" / "test-and-ci.md"
+LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
 BEGIN, END = "<!-- durations table: tests/durations_table.py --write -->", "<!-- end of durations table -->"
 
 
@@ -50,6 +52,17 @@ def table(record: dict, files: int = 20, fixtures: int = 12, tests: int = 12) ->
     return "\n".join(lines)
 
 
+def longest_first(record: dict) -> list[str]:
+    """The units of work (tests/conftest.py's unit_of), longest first: the order the workers get them in."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import unit_of  # noqa: PLC0415 - the suite's own grouping, one definition
+
+    spent: dict[str, float] = defaultdict(float)
+    for nodeid, entry in record["tests"].items():
+        spent[unit_of(nodeid)] += _spent(entry)
+    return [unit for unit, seconds in sorted(spent.items(), key=lambda kv: -kv[1]) if seconds >= 10]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--durations", type=Path, default=DURATIONS)
@@ -62,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     text = table(record)
     print(text)
     if args.write:
+        if not record.get("whole_suite"):
+            print("this record is of a partial run (-k, -m, a file, GRADER_SCENARIOS): run make test", file=sys.stderr)
+            return 2
+        LONGEST_FIRST.write_text("\n".join(longest_first(record)) + "\n")
         page = HOWTO.read_text()
         if BEGIN not in page or END not in page:
             print(f"{HOWTO} has no markers {BEGIN!r} ... {END!r}", file=sys.stderr)
