@@ -153,12 +153,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(unit_of(item.nodeid), len(rank)))  # stable: a file keeps its own order
 
 
+@pytest.hookimpl(optionalhook=True)  # also without xdist (pytest -p no:xdist)
 def pytest_xdist_auto_num_workers(config):
     """make test's ``-n auto``: two workers even on one core (one waits on a server or a browser while the other
     computes), one a core up to four (the graded batch already keeps every core busy with its kernels)."""
     return max(2, min(4, os.cpu_count() or 1))
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only where xdist runs the suite
 

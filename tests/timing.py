@@ -53,8 +53,8 @@ class OthersCpu:
     missed (never counted as others'), so the budget never grows for work the suite did itself, except for a
     process of the suite's that left it before the first sample that saw it (a daemon's double fork)."""
 
-    def __init__(self, every_s: float = 3.0):
-        self.root, self.every_s = os.getpid(), every_s
+    def __init__(self, every_s: float = 3.0, root: int | None = None):
+        self.root, self.every_s = root or os.getpid(), every_s
         self.seen: dict[int, float] = {}  # other processes' CPU at their first sample
         self.last: dict[int, float] = {}
         self.ours: set[int] = set()
@@ -89,6 +89,13 @@ class OthersCpu:
     def seconds(self) -> float:
         self.stop.set()
         return sum(max(0.0, self.last[pid] - self.seen[pid]) for pid in self.last if pid not in self.ours)
+
+
+def allowance(budget_s: float, others_s: float, cores: int, wall_s: float) -> tuple[float, float]:
+    """(the seconds the suite may take, the share of the machine's cores that other programs took): the budget grows
+    by that share, so a hog on one of two cores for the whole run allows half as much again."""
+    share = min(1.0, others_s / (cores * wall_s)) if wall_s > 0 else 0.0
+    return budget_s * (1 + share), share
 
 
 class Timing:
@@ -152,10 +159,9 @@ class Timing:
         return float(os.environ.get("SUITE_BUDGET_S", BUDGET_S))
 
     def verdict(self, wall: float) -> tuple[bool, str]:
-        """(within the budget, the line that says so): the budget grows by the share of the cores others took."""
+        """(within the budget, the line that says so)."""
         others = self.others.seconds() if self.others else 0.0
-        share = min(1.0, others / ((os.cpu_count() or 1) * wall)) if wall > 0 else 0.0
-        allowed = self.budget() * (1 + share)
+        allowed, share = allowance(self.budget(), others, os.cpu_count() or 1, wall)
         line = (f"suite budget: {wall / 60:.1f} min of pytest for {self.collected} tests, allowed {allowed / 60:.1f} "
                 f"min ({self.budget() / 60:.1f} + {share:.0%} for the {others / 60:.1f} CPU-minutes that programs "
                 f"outside the suite took)")
