@@ -9,8 +9,6 @@
     report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
     export    [--out DIR] --canvas FILE [--moodle FILE]   the totals as an LMS's grade-import CSV
     history   STUDENT [ASSIGNMENT] [--out DIR]            every event behind a learner's grades, and the totals
-    appeal    ASSIGNMENT TEST --reason TEXT | --list      (learner) ask for a test to be looked at again
-    appeals   [--all] | answer ID kept|changed|fixed      (instructor) the regrade requests, and their answers
     workspace                                             copy new assignments into workspace/ (never replaces)
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
@@ -146,14 +144,22 @@ def _limit_arguments(parser, defaults: Limits) -> None:
 
 
 def cmd_certs(args) -> int:
-    from grader.classroom.certs import make_certificates, usage
+    from grader.classroom.certs import make_certificates
 
     try:
         d = make_certificates(args.dir, args.hosts, days=args.days, force=args.force)
     except (FileExistsError, ValueError) as error:
         print(f"certs: {error}", file=sys.stderr)
         return 1
-    print(usage(d))
+    print(f"""wrote a new certificate authority and certificates to {d.folder} (every file mode 0600):
+  {d.ca}  CA certificate: scheduler, workers and the instructor
+  {d.cluster_cert}, {d.cluster_key}  scheduler and workers:
+      dask scheduler --protocol tls --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+      dask worker tls://SCHEDULER:8786 --nthreads 3 \\
+          --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+  {d.client_cert}, {d.client_key}  the instructor:
+      python -m grader grade ... --scheduler tls://SCHEDULER:8786 --tls-dir {d.folder}
+  {d.ca_key}  the CA's key: not needed to run; move it off the cluster machines""")
     return 0
 
 
@@ -401,10 +407,6 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("assignment", nargs="?")
     hist.add_argument("--out", type=Path, default=Path("."), help="the grading output folder (default: .)")
     hist.set_defaults(run=cmd_history)
-
-    from grader.service.appeals import add_commands
-
-    add_commands(sub, DEFAULT_SERVICE_PORT)  # appeal (the learner's), appeals (the instructor's)
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
     workspace.set_defaults(run=cmd_workspace)

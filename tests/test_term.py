@@ -156,7 +156,8 @@ def test_a_hand_grade_stays_with_its_answer_is_held_out_of_a_new_one_and_comes_b
             book.db.commit()
         return changes
 
-    assert publish("Each device averages its own rows.") == []  # a first answer, not graded yet
+    assert [c.what for c in publish("Each device averages its own rows.")] == ["to_grade"]
+    assert _hand(url, None)[2], "a new answer must be in formgrader's Manual Grading"
     _hand(url, 0.5, "half right")
     assert publish("Each device averages its own rows.  \n") == []  # unchanged (trailing spaces): the grade stays
     assert _hand(url, None) == (0.5, "half right", False)
@@ -224,39 +225,9 @@ class Term:
         pages = sorted((self.exchange / "course" / "feedback").glob("*.html"), key=lambda p: p.stat().st_mtime_ns)
         return html.unescape(pages[-1].read_text())  # the text as the learner reads it
 
-    def pages(self) -> list[str]:
-        """Every page released to the learner, oldest first, as text."""
-        found = sorted((self.exchange / "course" / "feedback").glob("*.html"), key=lambda p: p.stat().st_mtime_ns)
-        return [html.unescape(p.read_text()) for p in found]
-
-    def appeal(self, test: str, reason: str) -> str:
-        """Ask through the service's loopback route, as ``python -m grader appeal`` does; the request's id."""
-        import threading
-
-        from grader.service.routes import Server, handler
-
-        server = Server(("127.0.0.1", 0), handler(self.service))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            said = _command(["appeal", ASSIGNMENT, test, "--reason", reason, "--port", str(server.server_port)])
-            listed = _command(["appeal", "--list", "--port", str(server.server_port)])
-        finally:
-            server.shutdown()
-        assert "is recorded" in said and "not answered yet" in listed, (said, listed)
-        return listed.split()[0]
-
     def row(self) -> dict:
         [row] = csv.DictReader((self.out / "grades.csv").open(encoding="utf-8"))
         return row
-
-
-def _command(argv: list[str]) -> str:
-    """``python -m grader ARGV`` in this process; its standard output (a failure shows its standard error)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as done:
-        cli.main(argv)
-    assert done.value.code == 0, err.getvalue()
-    return out.getvalue()
 
 
 def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebook_and_history_agree(
@@ -272,23 +243,24 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     # 1. on time, 9 of 11 autograded; the written answer is graded 0.5 of 2 in formgrader
     page = term.submit(first, _result(9.0, now))
     assert "This attempt is the one that counts now: 9 / 11 autograded points" in page
+    assert _hand(term.url, None, student=term.student)[2], "the written answer must be listed in formgrader's Manual Grading"
     _hand(term.url, 0.5, "half right", term.student)
     refreshed(term.out, term.url, Course.default().root)
     assert term.row()["total_score"] == "9.5"
 
-    # 2. on time, 10 of 11 with a rewritten answer: it counts (the best), and its answer is to be graded again
-    page = term.submit(second, _result(10.0, now))
-    assert "This attempt is the one that counts now: 10 / 11 autograded points" in page
+    # 2. on time, 11 of 11 with a rewritten answer: it counts (the best), and its answer is to be graded again
+    page = term.submit(second, _result(11.0, now))
+    assert "This attempt is the one that counts now: 11 / 11 autograded points" in page
     assert f"Your written answer ({WRITTEN}) is not the one your instructor graded by hand" in page
     assert _hand(term.url, None, student=term.student) == (None, "", True)
     assert term.row()["total_score"] == "" and term.row()["manual_score"] == ""  # 0.5 is not carried over
 
     # 3. the same notebook again, 16 minutes after the due date: graded, penalised, and the on-time attempt still counts
     monkeypatch.setattr(app.time, "time", lambda: (due - datetime.datetime(1970, 1, 1)).total_seconds() + 16 * 60)
-    page = term.submit(second, _result(10.0, due + datetime.timedelta(minutes=16)))
+    page = term.submit(second, _result(11.0, due + datetime.timedelta(minutes=16)))
     assert "Submitted 16 minutes after the due date" in page and "10% of your earned points" in page
     assert "The one that counts now is your attempt of" in page
-    assert "10 autograded + the 2 points graded by hand, not graded yet (of 13 points)" in page
+    assert "11 autograded + the 2 points graded by hand, not graded yet (of 13 points)" in page
 
     # 4. an upload that is not a notebook: not graded, no attempt used, the counting attempt unchanged
     page = term.submit("", _result(0.0, now, Status.INVALID_NOTEBOOK, "the file is not a notebook's JSON"),
@@ -299,28 +271,17 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     assert [(a.graded, a.status) for a in ledger] == [(True, "graded")] * 3 + [(False, "invalid_notebook")]
     assert counting(Policy(), ledger) is ledger[1]
 
-    # 5. the rewritten answer graded 1.5; an appeal of the first test, answered "changed" (3 of 3): the total is
-    #    whole again, equal in grades.csv, the export and formgrader, and the answer reaches the learner's feedback
+    # 5. the rewritten answer graded 1.5: the total is whole again, equal in grades.csv, the export, formgrader
     _hand(term.url, 1.5, "right", term.student)
     refreshed(term.out, term.url, Course.default().root)
-    assert term.row()["total_score"] == "11.5" and term.row()["late_penalty"] == "0"
-    appeal_id = term.appeal("test-loss-and-gradient", "My gradient matches the host's: \x1b[31mplease look\n<b>again</b>")
-    listing = _command(["appeals", "--out", str(term.out)])
-    assert "\x1b" not in listing, "a terminal escape in the reason reached the instructor's terminal"
-    assert "the learner says: My gradient matches the host's: [31mplease look\n    <b>again</b>" in listing
-    assert "test-loss-and-gradient  2/3" in listing and "1 open regrade request(s)" in listing
-    assert "answered" in _command(["appeals", "answer", appeal_id, "changed", "--points", "3", "--note",
-                                   "<i>fair</i>", "--out", str(term.out), "--gradebook", term.url])
-    assert term.row()["total_score"] == "12.5"
-    term.service.deliver_answers()
-    page = term.pages()[-1]
-    assert "Your regrade request about test-loss-and-gradient" in page and "from 2 to 3 / 3 points" in page
-    newest = max((term.exchange / "course" / "feedback").glob("*.html"), key=lambda p: p.stat().st_mtime_ns)
-    assert "&lt;i&gt;fair&lt;/i&gt;" in newest.read_text() and "<i>fair" not in newest.read_text()
+    assert term.row()["total_score"] == "12.5" and term.row()["late_penalty"] == "0"
     with Book(term.url) as book:  # the learner's Canvas id, as the roster import gives it
         book.update_or_create_student(term.student, lms_user_id="40101")
     canvas = tmp_path / "canvas.csv"
-    _command(["export", "--out", str(term.out), "--canvas", str(canvas)])
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            pytest.raises(SystemExit) as done:
+        cli.main(["export", "--out", str(term.out), "--canvas", str(canvas)])
+    assert done.value.code == 0
     [exported] = [row for row in csv.DictReader(canvas.open(encoding="utf-8")) if row.get("ID") == "40101"]
     assert [float(v) for k, v in exported.items() if k.startswith(ASSIGNMENT)] == [12.5]
     with Book(term.url) as book:
@@ -333,74 +294,11 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     assert kinds.count(("attempt", "graded")) == 3 and ("attempt", "invalid_notebook") in kinds
     assert ("hand_grade", "held_out") in kinds
     totals = [e for e in events if e["event"] == "total"]
-    assert [e["total"] for e in totals] == [None, 9.5, None, 11.5, 12.5]
-    assert [e.get("answer") for e in events if e["event"] == "appeal"] == [None, "changed", "changed"]
+    assert [e["total"] for e in totals] == [None, 9.5, None, 12.5]
     assert history.recompute(totals[-1]) == 12.5
     assert all(e["by"] for e in events)
-    shown = _command(["history", term.student, ASSIGNMENT, "--out", str(term.out)])
-    assert f"counts now: {ASSIGNMENT}/{NOTEBOOK}: 12.5 of 13" in shown
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), pytest.raises(SystemExit) as done:
+        cli.main(["history", term.student, ASSIGNMENT, "--out", str(term.out)])
+    assert done.value.code == 0 and f"counts now: {ASSIGNMENT}/{NOTEBOOK}: 12.5 of 13" in shown.getvalue()
     term.service.close()
-
-
-# --- appeals: whose they are, and their limits -----------------------------------------------------------------------
-
-def _ask(port: int, method: str, path: str, body: dict | None = None, uid: int | None = None) -> tuple[int, dict]:
-    """A request to the service's loopback port, from this process or (``uid``) from a child under another account."""
-    import http.client
-
-    def send() -> tuple[int, dict]:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        connection.request(method, path, None if body is None else json.dumps(body))
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-
-    if uid is None:
-        return send()
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child's exit status carries nothing; its answer goes through the pipe
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.write(write, json.dumps(send()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as answer:
-        text = answer.read()
-    os.waitpid(child, 0)
-    code, data = json.loads(text)
-    return code, data
-
-
-def test_an_appeal_is_in_the_name_of_the_account_that_connects_bounded_and_limited(tmp_path):
-    import threading
-    import types
-
-    from grader.service import appeals
-    from grader.service.routes import Server, handler
-
-    me, out = getpass.getuser(), tmp_path / "out"
-    Gradebook(out).save(_result(9.0, datetime.datetime(2026, 12, 1)), "sha")
-    server = Server(("127.0.0.1", 0), handler(types.SimpleNamespace(options=types.SimpleNamespace(out=out))))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_port
-    try:
-        ask = {"assignment": ASSIGNMENT, "test": "test-update", "reason": "x" * 5000, "student": "someone-else"}
-        code, said = _ask(port, "POST", "/appeal", ask)
-        assert code == 200, said
-        [mine] = appeals.Appeals(out).of(me)  # the body's "student" is not read: the connecting account is
-        assert len(mine.reason) == appeals.MAX_REASON and appeals.Appeals(out).of("someone-else") == []
-        assert _ask(port, "POST", "/appeal", ask)[1]["error"].startswith("your request about test-update is still open")
-        assert "has no test 'test-nope'" in _ask(port, "POST", "/appeal", {**ask, "test": "test-nope"})[1]["error"]
-        for test in ("test-placement", "test-quiz"):
-            assert _ask(port, "POST", "/appeal", {**ask, "test": test})[0] == 200
-        code, said = _ask(port, "POST", "/appeal", {**ask, "test": "test-transfer"})
-        assert code == 409 and "3 regrade requests for sharded_step, the most the course takes" in said["error"]
-        assert len(_ask(port, "GET", "/appeals")[1]["appeals"]) == 3
-        if os.geteuid() == 0:  # another account: nothing of this learner's to appeal, and none of their answers
-            code, said = _ask(port, "POST", "/appeal", {**ask, "test": "test-transfer"}, uid=65534)
-            assert code == 409 and "no graded attempt" in said["error"]
-            assert _ask(port, "GET", "/appeals", uid=65534) == (200, {"appeals": []})
-    finally:
-        server.shutdown()

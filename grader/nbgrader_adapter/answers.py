@@ -113,12 +113,13 @@ def settle(book, out: Path, student: str, assignment: str, notebook: str, digest
             else:
                 if grade.manual_score is not None:
                     changes.append(Change(cid, "held_out", grade.manual_score, graded.get(old, {}).get("comment", "")))
-                    grade.manual_score, grade.needs_manual_grade = None, True  # formgrader lists it to grade again
-                    if comment is not None:
-                        comment.manual_comment = None
-                elif old is not None:
+                else:
                     changes.append(Change(cid, "to_grade", None))
-                # (a first answer never graded is left as nbgrader wrote it: no write can race formgrader's save)
+                grade.manual_score, grade.needs_manual_grade = None, True
+                if comment is not None:
+                    comment.manual_comment = None
+        elif grade.manual_score is None:
+            grade.needs_manual_grade = True  # formgrader's Manual Grading lists it until it is graded
         record["current"][cid] = new
     atomic_write(path, json.dumps(record, indent=1, sort_keys=True))
     return changes

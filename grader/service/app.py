@@ -370,16 +370,6 @@ class Service:
 
         refresh(self.options.out, self.options.gradebook, self.course.root)  # with hand grades and late penalties
 
-    def deliver_answers(self) -> None:
-        """Release the instructor's answers to regrade requests with the learners' feedback (``appeals``)."""
-        from grader.service.appeals import deliver
-
-        try:
-            deliver(self.options.out, self.options.exchange, self.options.course_id)
-        except Exception as error:  # noqa: BLE001 - answers wait for the next round; grading goes on
-            print(f"serve: answers to regrade requests could not be released ({type(error).__name__}: {error})",
-                  file=sys.stderr, flush=True)
-
     def still_arriving(self) -> bool:
         """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""
         return bool(self.first_seen)
@@ -421,12 +411,8 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
           f"{options.policy.describe()}; {options.workers} warm kernel(s)"
           + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
           file=sys.stderr, flush=True)
-    delivered_at = 0.0
     try:
         while True:
-            if time.monotonic() - delivered_at > 2.0:
-                service.deliver_answers()
-                delivered_at = time.monotonic()
             found = service.scan()
             if once and not found and service.idle() and not service.still_arriving():
                 return 0
