@@ -46,7 +46,7 @@ def test_the_attempt_that_counts_is_the_last_or_the_best():
     assert counting(Policy(counts="last"), attempts).name == "b"
     assert counting(Policy(counts="best"), attempts).name == "a"
     assert counting(Policy(), [Attempt("c", 3.0, False, "over_limit")]) is None
-    with pytest.raises(ValueError, match="best, last"):
+    with pytest.raises(ValueError, match="last, best"):
         Policy(counts="first")
     with pytest.raises(ValueError):
         Policy(graded_per_window=0)
