@@ -152,7 +152,7 @@ class Timing:
         option = self.config.option
         everything = {str(ROOT / "tests"), "tests"}
         return (not option.keyword and not option.markexpr and not os.environ.get("GRADER_SCENARIOS")
-                and not option.lf and not option.collectonly and not getattr(option, "deselect", None)
+                and not getattr(option, "lf", False) and not option.collectonly and not getattr(option, "deselect", None)
                 and {a.rstrip("/") for a in self.config.args} <= everything)
 
     def budget(self) -> float:
