@@ -436,3 +436,52 @@ def test_socket_families_and_calls_that_namespaces_do_not_cover_are_refused(tmp_
     if os.geteuid() == 0:  # the filter is installed with the private root
         assert "clone-newuser EPERM" in log and "clone3 ENOSYS" in log, log
     assert "a thread runs" in log and "a process runs" in log, log
+
+
+class _Leftover:
+    """A sleeping process under ``uid`` (a killed kernel's leftover thread, as a loaded machine keeps it for
+    seconds), forked from the test (the uid may not read the checkout's interpreter); ``non_dumpable``: it made itself
+    non-dumpable, so /proc shows its folder as root's."""
+
+    def __init__(self, uid: int, *, non_dumpable: bool):
+        import ctypes
+
+        read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns into pytest
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                if non_dumpable:
+                    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+                os.write(write, b"ready")
+                time.sleep(120)
+            finally:
+                os._exit(0)
+        os.close(write)
+        assert os.read(read, 5) == b"ready"
+        os.close(read)
+
+    def stop(self) -> int:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, 9)
+        return os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+
+
+@needs_root
+def test_a_uid_with_a_leftover_process_is_not_leased_again():
+    """A uid whose lock is free but under which a process still runs is skipped: its leftovers would share the next
+    learner's uid and count against that kernel's RLIMIT_NPROC (a kernel then dies before it starts its threads)."""
+    from grader.sandbox.lease import leased_uid
+
+    uids = range(61990, 61992)
+    leftover = _Leftover(uids[0], non_dumpable=True)  # its /proc files are then root's: the uid is read anyway
+    try:
+        with leased_uid(uids) as uid:
+            assert uid == uids[1]
+    finally:
+        leftover.stop()
+    with leased_uid(uids) as uid:
+        assert uid == uids[0]  # free again once its process is gone
+

@@ -18,15 +18,43 @@ RUNNER_UID_RANGE = range(62000, 62500)  # program runners: never a uid a kernel'
 UID_LOCKS = Path(tempfile.gettempdir()) / "grader-uid-locks"
 
 
+def _real_uid(pid: Path) -> int | None:
+    """The real uid of the live process ``/proc/<pid>``, read from its status (never the owner of its files, which
+    are root's once a process makes itself non-dumpable); None once it is gone or only a zombie (which holds no
+    thread and runs nothing)."""
+    try:
+        fields = dict(line.split(":", 1) for line in (pid / "status").read_text().splitlines() if ":" in line)
+        return None if fields["State"].split()[0] in ("Z", "X") else int(fields["Uid"].split()[0])
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def _processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every live process on the machine (as far as this process's /proc shows them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            uid = _real_uid(entry)
+            if uid is not None:
+                found.append((int(entry.name), uid))
+    return found
+
+
 @contextlib.contextmanager
 def leased_uid(uids: range = UID_RANGE):
-    """An unprivileged uid no other grading process on this machine is using.
+    """An unprivileged uid no other grading process on this machine is using, and under which no process runs.
 
-    The grader kills every process of a finished kernel's uid, so two runs
-    must never share one; an flock per uid arbitrates across processes.
+    The grader kills every process of a finished kernel's uid, so two runs must never share one; an flock per uid
+    arbitrates across processes. A uid whose lock is free can still have processes: a killed kernel's threads exit
+    only when the scheduler runs them, which on a loaded machine takes seconds. Such a uid is skipped: its leftovers
+    would share the next learner's uid, and count against its RLIMIT_NPROC (threads included), so the next kernel
+    could fail to start its threads.
     """
     UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    busy = {uid for _, uid in _processes()} if os.geteuid() == 0 else set()
     for uid in uids:
+        if uid in busy:
+            continue
         handle = open(UID_LOCKS / str(uid), "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -55,15 +83,13 @@ def kill_uid(uid: int) -> int:
     killed = 0
     for _ in range(5):  # a forking process may create more while we sweep
         found = 0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
+        for pid, owner in _processes():
+            if owner == uid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
                     found += 1
-            except (ProcessLookupError, FileNotFoundError, PermissionError):
-                continue
+                except (ProcessLookupError, PermissionError):
+                    continue
         killed += found
         if not found:
             break
