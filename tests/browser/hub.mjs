@@ -176,12 +176,20 @@ async function grade(page) {
   await page.locator('body').waitFor();
   const listed = await api(page, 'GET', `${server}/formgrader/api/student_notebook_submissions/${learner}/${A}`);
   check(listed.status === 200 && listed.json.length === 1, `formgrader's submissions of ${learner}: HTTP ${listed.status}`);
+  // The score boxes are in the page's HTML at once, but formgrader's script (formgrade.js) saves a change only once
+  // it has fetched the grades and bound a view to each box (formgrader.grades.loaded): typed earlier, as on a loaded
+  // machine, nothing is sent. Wait for that, type, and see the save go out.
   await page.goto(`${server}/formgrader/submissions/${listed.json[0].id}/`);
+  await page.waitForFunction(() => window.formgrader?.grades?.loaded === true && window.formgrader?.comments?.loaded === true,
+                             null, { timeout: 120_000 });
   const box = page.locator(`input.score#${FIXTURE.manual.cell}`);
   await box.waitFor({ state: 'visible', timeout: 120_000 });
+  const saved = page.waitForResponse((r) => r.url().includes('/formgrader/api/grade/') && r.request().method() === 'PUT',
+                                     { timeout: 60_000 });
   await box.fill(String(FIXTURE.manual.points));
   await box.press('Tab');
-  await page.waitForTimeout(500);
+  const answer = await saved;
+  check(answer.status() === 200, `formgrader's save of the hand grade: HTTP ${answer.status()}`);
   // formgrader's own record of the notebook: nothing left to grade by hand once the score is saved
   const deadline = Date.now() + 60_000;
   for (;;) {

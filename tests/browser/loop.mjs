@@ -218,6 +218,10 @@ async function gradeByHand() {
   // The learner's answer has TeX: MathJax, served by the instructor's own server, typesets it.
   await waitFor(instructor, async () => (await instructor.locator('.MathJax, .MathJax_CHTML, mjx-container').count()) > 0,
     30_000, 'formgrader: MathJax typeset nothing on the submission page');
+  // formgrade.js saves a change only once it has fetched the grades and comments and bound a view to each box
+  await instructor.waitForFunction(
+    () => window.formgrader?.grades?.loaded === true && window.formgrader?.comments?.loaded === true, null,
+    { timeout: 60_000 });
   await score.scrollIntoViewIfNeeded();
   await score.fill(String(points));
   await score.press('Tab');
