@@ -79,4 +79,4 @@ samples: $(STAMP)
 	$(PY) -m grader samples
 
 clean-grading:
-	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache class-report
+	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache class-report history hand-grades

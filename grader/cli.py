@@ -7,11 +7,14 @@
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
     report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
-    export    --out DIR --canvas FILE [--moodle FILE]     the totals as an LMS's grade-import CSV
+    export    [--out DIR] --canvas FILE [--moodle FILE]   the totals as an LMS's grade-import CSV
+    history   STUDENT [ASSIGNMENT] [--out DIR]            every event behind a learner's grades, and the totals
+    appeal    ASSIGNMENT TEST --reason TEXT | --list      (learner) ask for a test to be looked at again
+    appeals   [--all] | answer ID kept|changed|fixed      (instructor) the regrade requests, and their answers
     workspace                                             copy new assignments into workspace/ (never replaces)
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
-    serve     [--attempts N --window-hours H --counts last|best]   grade submissions as they arrive
+    serve     [--attempts N --window-hours H --counts best|last]   grade submissions as they arrive
     hub       [--ip ADDR --port N --service-port N]        a JupyterHub for the class on this machine (root)
 """
 from __future__ import annotations
@@ -54,7 +57,9 @@ def cmd_grade(args) -> int:
         security = None
         if args.scheduler:
             try:
-                security = _cluster_security(args)
+                from grader.classroom.cluster import cluster_security
+
+                security = cluster_security(args)
             except (ValueError, OSError) as error:
                 print(f"grade: {error}", file=sys.stderr)
                 return 2
@@ -119,7 +124,9 @@ def cmd_serve(args) -> int:
                         judged=Judged())  # the service's run is its lifetime: identical programs judged once
     options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
                       out=args.out.resolve(), policy=policy, workers=args.workers or default_workers(),
-                      gradebook=args.gradebook, port=args.port, check_owner=not args.no_check_owner)
+                      gradebook=None if args.no_gradebook else
+                      (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
+                      port=args.port, check_owner=not args.no_check_owner)
     return serve(course, options, settings, once=args.once)
 
 
@@ -138,52 +145,15 @@ def _limit_arguments(parser, defaults: Limits) -> None:
     parser.add_argument("--max-processes", type=int, default=defaults.max_processes)
 
 
-def _cluster_security(args):
-    """The client's TLS settings for --scheduler, or None for an explicit --insecure-cluster; raises ValueError."""
-    from grader.classroom.cluster import PLAIN_TCP, client_security, client_security_from_dir
-
-    if args.max_result_bytes is not None and args.max_result_bytes < 1:
-        raise ValueError("--max-result-bytes must be positive")
-    files = {"--tls-ca": args.tls_ca, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
-    given = [flag for flag, value in files.items() if value]
-    if args.tls_dir and given:
-        raise ValueError(f"give either --tls-dir or {', '.join(files)}, not both")
-    if given and len(given) < len(files):
-        raise ValueError(f"{', '.join(given)} also needs {', '.join(f for f in files if f not in given)}")
-    tls = bool(args.tls_dir or given)
-    if not args.scheduler.startswith("tls://"):
-        if tls:
-            raise ValueError(f"certificates were given but the scheduler address {args.scheduler!r} is not tls://")
-        if not args.insecure_cluster:
-            raise ValueError(PLAIN_TCP.format(address=args.scheduler))
-        print(f"grade: WARNING: --insecure-cluster: {args.scheduler} is neither encrypted nor authenticated; anyone "
-              "who can reach it can run code on its workers and change the grades", file=sys.stderr)
-        return None
-    if not tls:
-        raise ValueError(f"the scheduler at {args.scheduler!r} needs this deployment's certificates: --tls-dir DIR "
-                         "(from `python -m grader certs DIR`) or --tls-ca, --tls-cert and --tls-key")
-    if args.tls_dir:
-        return client_security_from_dir(args.tls_dir)
-    return client_security(args.tls_ca, args.tls_cert, args.tls_key)
-
-
 def cmd_certs(args) -> int:
-    from grader.classroom.certs import make_certificates
+    from grader.classroom.certs import make_certificates, usage
 
     try:
         d = make_certificates(args.dir, args.hosts, days=args.days, force=args.force)
     except (FileExistsError, ValueError) as error:
         print(f"certs: {error}", file=sys.stderr)
         return 1
-    print(f"""wrote a new certificate authority and certificates to {d.folder} (every file mode 0600):
-  {d.ca}  CA certificate: scheduler, workers and the instructor
-  {d.cluster_cert}, {d.cluster_key}  scheduler and workers:
-      dask scheduler --protocol tls --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
-      dask worker tls://SCHEDULER:8786 --nthreads 3 \\
-          --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
-  {d.client_cert}, {d.client_key}  the instructor:
-      python -m grader grade ... --scheduler tls://SCHEDULER:8786 --tls-dir {d.folder}
-  {d.ca_key}  the CA's key: not needed to run; move it off the cluster machines""")
+    print(usage(d))
     return 0
 
 
@@ -260,6 +230,12 @@ def cmd_report(args) -> int:
         summary = class_data.summarize(results, manual, late)  # results/, read once: grading times included
         print(f"class report: {class_page.write(summary, args.out)}")
     return 0
+
+
+def cmd_history(args) -> int:
+    from grader.submission import history
+
+    return history.show(args.out, args.student, args.assignment)
 
 
 def cmd_export(args) -> int:
@@ -355,12 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--attempts", type=int, default=3,
                        help="graded attempts per learner and assignment in any window (0: no limit; default 3)")
     serve.add_argument("--window-hours", type=float, default=24.0, help="the window of --attempts (default 24)")
-    serve.add_argument("--counts", choices=["last", "best"], default="last",
-                       help="which graded attempt counts in the gradebook (default: last, as nbgrader's collect)")
+    serve.add_argument("--counts", choices=["best", "last"], default="best",
+                       help="which graded attempt counts: best (default: the most points after its own late penalty) "
+                            "or last (nbgrader's; an attempt identical to an earlier one counts as that one)")
     serve.add_argument("--workers", type=int, default=None,
                        help="warm kernels grading at once (default: the number of cores plus one)")
     serve.add_argument("--port", type=int, default=DEFAULT_SERVICE_PORT, help="loopback port of /validate and /status")
-    serve.add_argument("--gradebook", metavar="DB_URL", help="also write the counting scores into this nbgrader database")
+    serve.add_argument("--gradebook", metavar="DB_URL",
+                       help="nbgrader's database the counting attempts go into, and due dates and extensions come "
+                            "from (default: OUT/gradebook.db, the one formgrader reads when OUT is the course root)")
+    serve.add_argument("--no-gradebook", action="store_true",
+                       help="write grades.csv and results/ only (formgrader then shows nothing of the service's)")
     serve.add_argument("--no-check-owner", action="store_true",
                        help="grade a submission under the student id its folder names even when another Unix "
                             "account owns it (one account for every learner, as in a demo or a benchmark)")
@@ -406,13 +387,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=cmd_report)
 
     export = sub.add_parser("export", help="the totals (after hand grades and late penalties) as an LMS's grade-import CSV")
-    export.add_argument("--out", type=Path, required=True, help="the grading output folder")
+    export.add_argument("--out", type=Path, default=Path("."),
+                        help="the grading output folder (default: ., the course root, where the service writes)")
     export.add_argument("--canvas", type=Path, metavar="FILE", help="write Canvas's gradebook-import CSV here")
     export.add_argument("--moodle", type=Path, metavar="FILE", help="write Moodle's grade-import CSV here")
     export.add_argument("--gradebook", metavar="DB_URL", help="nbgrader database (default: OUT/gradebook.db if present)")
     export.add_argument("--roster", type=Path, metavar="CSV", help="roster CSV (default: the gradebook's students)")
     export.add_argument("--canvas-id", action="append", default=[], metavar="ASSIGNMENT=ID", help="(repeatable)")
     export.set_defaults(run=cmd_export)
+
+    hist = sub.add_parser("history", help="every grade event of a learner: attempts, hand grades, penalties, totals")
+    hist.add_argument("student")
+    hist.add_argument("assignment", nargs="?")
+    hist.add_argument("--out", type=Path, default=Path("."), help="the grading output folder (default: .)")
+    hist.set_defaults(run=cmd_history)
+
+    from grader.service.appeals import add_commands
+
+    add_commands(sub, DEFAULT_SERVICE_PORT)  # appeal (the learner's), appeals (the instructor's)
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
     workspace.set_defaults(run=cmd_workspace)

@@ -46,7 +46,7 @@ def test_the_attempt_that_counts_is_the_last_or_the_best():
     assert counting(Policy(counts="last"), attempts).name == "b"
     assert counting(Policy(counts="best"), attempts).name == "a"
     assert counting(Policy(), [Attempt("c", 3.0, False, "over_limit")]) is None
-    with pytest.raises(ValueError, match="last, best"):
+    with pytest.raises(ValueError, match="best, last"):
         Policy(counts="first")
     with pytest.raises(ValueError):
         Policy(graded_per_window=0)
@@ -217,7 +217,7 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
     _nbgrader(workspace, learner, "fetch_feedback", assignment)
     [page] = _fetched_pages(workspace, assignment)
     assert "4 times the global gradient: the per-device means were summed" in page
-    assert "attempt 1 of sharded_step" in page and "this is the one that counts now" in page
+    assert "attempt 1 of sharded_step" in page and "This attempt is the one that counts now" in page
     assert "Content-Security-Policy" in page and not [line for line in hidden_lines(course, assignment) if line in page]
     student = getpass.getuser()
     result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())

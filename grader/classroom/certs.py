@@ -176,3 +176,16 @@ def make_certificates(folder: Path, hosts=DEFAULT_HOSTS, *, days: int = 365, for
 
 __all__ = ["Deployment", "make_certificates", "CA_CERT", "CLUSTER_CERT", "CLUSTER_KEY", "CLIENT_CERT", "CLIENT_KEY",
            "CA_KEY"]
+
+
+def usage(d) -> str:
+    """What ``python -m grader certs`` prints: each file made (``make_certificates``'s answer ``d``) and who uses it."""
+    return f"""wrote a new certificate authority and certificates to {d.folder} (every file mode 0600):
+  {d.ca}  CA certificate: scheduler, workers and the instructor
+  {d.cluster_cert}, {d.cluster_key}  scheduler and workers:
+      dask scheduler --protocol tls --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+      dask worker tls://SCHEDULER:8786 --nthreads 3 \\
+          --tls-ca-file {d.ca} --tls-cert {d.cluster_cert} --tls-key {d.cluster_key}
+  {d.client_cert}, {d.client_key}  the instructor:
+      python -m grader grade ... --scheduler tls://SCHEDULER:8786 --tls-dir {d.folder}
+  {d.ca_key}  the CA's key: not needed to run; move it off the cluster machines"""

@@ -275,4 +275,32 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
 
 __all__ = ["PLAIN_TCP", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
            "client_security_from_dir", "deployment_security", "execute_notebook", "execution_from",
-           "grade_all_on_cluster", "result_cap"]
+           "grade_all_on_cluster", "result_cap", "cluster_security"]
+
+
+def cluster_security(args):
+    """The client's TLS settings for ``grade --scheduler`` (the command's parsed options), or None for an explicit
+    --insecure-cluster; raises ValueError naming the options that do not fit together."""
+    if args.max_result_bytes is not None and args.max_result_bytes < 1:
+        raise ValueError("--max-result-bytes must be positive")
+    files = {"--tls-ca": args.tls_ca, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
+    given = [flag for flag, value in files.items() if value]
+    if args.tls_dir and given:
+        raise ValueError(f"give either --tls-dir or {', '.join(files)}, not both")
+    if given and len(given) < len(files):
+        raise ValueError(f"{', '.join(given)} also needs {', '.join(f for f in files if f not in given)}")
+    tls = bool(args.tls_dir or given)
+    if not args.scheduler.startswith("tls://"):
+        if tls:
+            raise ValueError(f"certificates were given but the scheduler address {args.scheduler!r} is not tls://")
+        if not args.insecure_cluster:
+            raise ValueError(PLAIN_TCP.format(address=args.scheduler))
+        print(f"grade: WARNING: --insecure-cluster: {args.scheduler} is neither encrypted nor authenticated; anyone "
+              "who can reach it can run code on its workers and change the grades", file=sys.stderr)
+        return None
+    if not tls:
+        raise ValueError(f"the scheduler at {args.scheduler!r} needs this deployment's certificates: --tls-dir DIR "
+                         "(from `python -m grader certs DIR`) or --tls-ca, --tls-cert and --tls-key")
+    if args.tls_dir:
+        return client_security_from_dir(args.tls_dir)
+    return client_security(args.tls_ca, args.tls_cert, args.tls_key)

@@ -36,11 +36,17 @@ def _submitted_at(submissions: Path | None, student: str, assignment: str):
         return None
 
 
-def export_grades(db_url: str, course: Course, results: list[NotebookResult], submissions: Path | None = None) -> int:
+def export_grades(db_url: str, course: Course, results: list[NotebookResult], submissions: Path | None = None,
+                  out: Path | None = None, settled: dict | None = None) -> int:
     """Write every autograded score of ``results`` into ``db_url``; return how many notebooks.
 
     With ``submissions`` (the folder graded), each submission also gets the time in its ``timestamp.txt``,
-    as ``nbgrader autograde`` records it."""
+    as ``nbgrader autograde`` records it. With ``out`` (the grading output) as well, the hand grades already in the
+    database are keyed to the answers they graded (``answers.settle``: kept on an unchanged answer, held out of a
+    changed one, which then needs hand grading again); ``settled`` then maps (student, assignment, notebook) to what
+    changed."""
+    from grader.nbgrader_adapter import answers
+
     assignments = sorted({r.assignment_id for r in results if r.assignment_id in course.assignments()})
     with tempfile.TemporaryDirectory() as tmp:
         # nbgrader itself records each assignment's notebooks and cells (its SaveCells step).
@@ -65,6 +71,18 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult], su
                 grade = book.find_grade(test.grade_id, notebook, result.assignment_id, result.student_id)
                 grade.auto_score = test.points
                 grade.needs_manual_grade = False
+            if out is not None and submissions is not None:
+                autograded = {t.grade_id for t in result.tests}
+                by_hand = [g.name for g in book.find_submission_notebook(notebook, result.assignment_id,
+                                                                         result.student_id).grades
+                           if g.name not in autograded]
+                digests = answers.answer_digests(submissions / result.student_id / result.assignment_id
+                                                 / result.notebook, by_hand) if by_hand else {}
+                if digests:
+                    changes = answers.settle(book, out, result.student_id, result.assignment_id, result.notebook,
+                                             digests)
+                    if settled is not None:
+                        settled[(result.student_id, result.assignment_id, result.notebook)] = changes
             written += 1
         book.db.commit()
     return written

@@ -98,9 +98,23 @@ def current(out: Path, db_url: str | None, course_root: Path | None = None):
 def _refresh(out: Path, db_url: str | None, course_root: Path | None):
     from grader.submission.gradebook import atomic_write
 
+    from grader.submission import history
+    from grader.nbgrader_adapter import answers
+    from grader.submission.gradebook import total_score
+
     book = Gradebook(out)
     results, manual, by_hand, late = current(out, db_url, course_root)
     book.write_tables(results, by_hand, late)
+    rows = []
+    for r in results:
+        key = (r.student_id, r.assignment_id, r.notebook)
+        penalty = late.get(key)
+        rows.append({"student": r.student_id, "assignment": r.assignment_id, "notebook": r.notebook,
+                     "autograded": r.reported_score, "by_hand": by_hand.get(key), "manual_max": r.manual_max_score,
+                     "penalty": penalty.points if penalty else 0.0, "total": total_score(r, by_hand.get(key), penalty),
+                     "max": r.max_score + r.manual_max_score, "status": r.status.value})
+    history.record_totals(out, rows)  # the history of every total that grades.csv and the export have shown
+    answers.remember(out, manual)  # each hand grade filed under the answer it graded
     if db_url and late:
         deadlines.store(db_url, late)
     touched = {key for key, grades in manual.items() if any(g.score is not None or g.comment for g in grades)}

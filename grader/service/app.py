@@ -20,7 +20,6 @@ loopback port (``routes``).
 from __future__ import annotations
 
 import dataclasses
-import html
 import queue
 import resource
 import shutil
@@ -31,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.layout import Course
-from grader.results import NotebookResult, Status
-from grader.service import exchange
-from grader.service.attempts import Attempt, Ledger, Policy, Refusals, counting, decide
+from grader.results import NotebookResult
+from grader.submission import history
+from grader.service import exchange, pages
+from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, content_digest,
+                                    counting, decide)
 from grader.service.routes import Server, handler
 from grader.service.pool import Pool, Task
 from grader.submission.gradebook import Gradebook, path_part
@@ -57,26 +58,6 @@ class Options:
     poll_s: float = 0.25
     port: int | None = DEFAULT_PORT  # None: no HTTP server
     check_owner: bool = True  # a submission counts for the student whose Unix account owns its folder
-
-
-def _when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
-
-
-def page(title: str, paragraphs: list[str]) -> str:
-    """A feedback page of the service's own (every text escaped; no script, no request)."""
-    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
-    return ("<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'\"><meta charset='utf-8'>"
-            f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:50em;margin:2em}}"
-            f"</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
-
-
-def with_banner(feedback: str, lines: list[str]) -> str:
-    banner = ("<div class='attempt' style='border:1px solid #88a;background:#eef;padding:.5em 1em;margin:1em 0'>"
-              + "".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</div>")
-    head, found, rest = feedback.partition("<body>")
-    return head + found + banner + rest if found else banner + feedback
 
 
 class Service:
@@ -193,21 +174,24 @@ class Service:
         if secret is not None:
             notebook = Path(notebook_name(arrival.assignment_id)).stem if arrival.assignment_id else "notebook"
             exchange.release(self.options.exchange, self.options.course_id, secret, notebook,
-                             page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
+                             pages.page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
 
     def _over_limit(self, arrival, now: float, decision, secret: str, notebook: str) -> None:
         limit = self.options.policy
         said = (f"You have used {decision.used} of {limit.graded_per_window} graded attempts in the last "
                 f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
-                f"{_when(decision.next_at)}.")
+                f"{pages.when(decision.next_at)}.")
         with self.lock:
             attempts = self.ledger.add(arrival.student_id, arrival.assignment_id,
                                        Attempt(arrival.name, now, False, "over_limit", message=said))
+        history.append(self.options.out, arrival.student_id, arrival.assignment_id, "attempt",
+                       f"submitted {arrival.timestamp}: over the limit ({limit.describe()})", status="over_limit",
+                       number=len(attempts), counts=False)
         counted = counting(limit, attempts)
         if counted is not None:
-            said += (f" The attempt that counts now is your graded attempt of {_when(counted.arrived)}: "
-                     f"{counted.score:g} / {counted.max_score:g} points.")
-        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, page(
+            said += f" The attempt that counts now is your graded attempt of {pages.when(counted.arrived)}: " \
+                    f"{pages.standing(self.options, self.course.root, arrival.student_id, arrival.assignment_id, counted)}."
+        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, pages.page(
             "Received, not graded now", [
                 f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",
                 f"The course's rule: {limit.describe()}. A submission over the limit does not count and shows no "
@@ -220,21 +204,33 @@ class Service:
     def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
                  result: NotebookResult | None, note: str = "") -> None:
         key = (arrival.student_id, arrival.assignment_id)
-        graded = result is not None and result.status is not Status.GRADER_ERROR  # our failure costs no attempt
-        attempt = Attempt(arrival.name, arrived, graded, result.status.value if result else "grader_error",
-                          result.reported_score if result else None, result.max_score if result else None)
+        status = result.status.value if result is not None else "grader_error"
+        # our failure, or an upload that is no readable notebook: not graded, costs no attempt, never counts
+        graded = status not in NOT_GRADED
+        penalty, late_lines = self._late(result) if graded else (None, [])
+        submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id / notebook_name(
+            arrival.assignment_id)
+        attempt = Attempt(arrival.name, arrived, graded, status, result.reported_score if result else None,
+                          result.max_score if result else None, result.message[:500] if result and not graded else "",
+                          penalty=penalty.points if penalty else 0.0, content=content_digest(submitted))
         with self.lock:
             self.pending[key].remove(arrived)
             self.finishing += 1  # idle only once its page is out and its result queued for the gradebook
             attempts = self.ledger.add(*key, attempt)
             counted = counting(self.options.policy, attempts)
+        history.append(self.options.out, *key, "attempt", f"submitted {arrival.timestamp}"
+                       + ("" if graded else f": not graded ({attempt.message or attempt.status})"),
+                       number=len(attempts), status=attempt.status, score=attempt.score, max_score=attempt.max_score,
+                       penalty=attempt.penalty, content=attempt.content[:16], counts=counted is attempt,
+                       rule=self.options.policy.counts)
         try:
-            self._release(arrival, secret, folder, result, note, attempt, attempts, counted)
+            self._release(arrival, secret, folder, result, note, attempt, attempts, counted, late_lines)
         finally:
             with self.lock:
                 self.finishing -= 1
 
-    def _release(self, arrival, secret, folder, result, note, attempt: Attempt, attempts, counted) -> None:
+    def _release(self, arrival, secret, folder, result, note, attempt: Attempt, attempts, counted,
+                 late_lines: list[str]) -> None:
         """The learner's feedback page for ``attempt`` (of ``attempts``; ``counted``: the one that counts now), and
         the counting result queued for the gradebook."""
         notebook = Path(notebook_name(arrival.assignment_id)).stem
@@ -242,26 +238,41 @@ class Service:
         policy = self.options.policy
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
         number = sum(1 for a in attempts if a.status != "over_limit")
-        lines = [f"Graded by the course's grading service at {_when(time.time())}: attempt {number} of "
+        lines = [f"Graded by the course's grading service at {pages.when(time.time())}: attempt {number} of "
                  f"{arrival.assignment_id} ({arrival.timestamp})."]
+        student, assignment = arrival.student_id, arrival.assignment_id
         if graded:
+            rule = policy.describe().split("; ", 1)[1]
             lines.append(f"Graded attempts used in the last {policy.window_hours:g} hours: {used}"
                          + (f" of {policy.graded_per_window}" if policy.graded_per_window else "")
-                         + f". The {policy.counts} graded attempt counts"
-                         + ("; this is the one that counts now." if counted is attempt else
-                            f"; the one that counts now scored {counted.score:g}/{counted.max_score:g}."))
+                         + f". The course's rule: {rule}."
+                         + (f" This attempt is the one that counts now: {pages.own(attempt, result)}."
+                            + pages.regrade(self.options.out, student, assignment, folder)
+                            if counted is attempt else
+                            f" The one that counts now is your attempt of {pages.when(counted.arrived)}: "
+                            f"{pages.standing(self.options, self.course.root, student, assignment, counted)}."))
+        elif attempt.status in UNREADABLE:
+            now = counting(policy, attempts)
+            lines.append(f"This upload could not be read as the assignment's notebook ({attempt.status.replace('_', ' ')}"
+                         f": {attempt.message or 'no message'}). It is not graded, does not count, and uses none of "
+                         f"your graded attempts. Submit {notebook_name(assignment)} again from the assignment's "
+                         "folder" + (f"; until then the attempt that counts is your attempt of {pages.when(now.arrived)}: "
+                                     f"{pages.standing(self.options, self.course.root, student, assignment, now)}." if now else "."))
         else:
             lines.append("The grader failed on its side; this attempt is not counted against your limit. "
                          "Submit again, or tell your instructor if it happens twice.")
         lines += [note[:1].upper() + note[1:] + "."] if note else []
-        lines += self._late(result) if graded else []
+        lines += late_lines
         feedback = Gradebook(folder).feedback_path(arrival.student_id, arrival.assignment_id, notebook_name(
             arrival.assignment_id))
         try:
-            text = feedback.read_text(encoding="utf-8")
+            text = feedback.read_text(encoding="utf-8") if attempt.status not in UNREADABLE else ""
         except OSError:
-            text = page("Feedback", ["The grader wrote no feedback page for this submission."])
-        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, with_banner(text, lines))
+            text = ""
+        if not text:
+            text = pages.page("Not graded" if attempt.status in UNREADABLE else "Feedback",
+                        [] if attempt.status in UNREADABLE else ["The grader wrote no feedback page for this submission."])
+        exchange.release(self.options.exchange, self.options.course_id, secret, notebook, pages.with_banner(text, lines))
         self.counts["graded" if graded else "not_graded"] += 1
         if counted is attempt and result is not None:
             submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
@@ -273,8 +284,9 @@ class Service:
               f"{'-' if attempt.max_score is None else f'{attempt.max_score:g}'}, feedback released "
               f"{time.time() - arrived:.1f} s after it arrived", file=sys.stderr, flush=True)
 
-    def _late(self, result: NotebookResult) -> list[str]:
-        """The due date and what being late costs this attempt (``grader.nbgrader_adapter.late``), for the banner."""
+    def _late(self, result: NotebookResult):
+        """(the late penalty on this attempt's autograded points, the banner's lines saying it): nbgrader's due dates
+        and extensions in the course's gradebook, or the course's own (``grader.nbgrader_adapter.late``)."""
         from grader.nbgrader_adapter.late import penalties
 
         key = (result.student_id, result.assignment_id, result.notebook)
@@ -283,8 +295,8 @@ class Service:
         except Exception as error:  # noqa: BLE001 - a bad due date in the configuration never withholds a page
             print(f"serve: the late penalty could not be decided ({type(error).__name__}: {error})", file=sys.stderr,
                   flush=True)
-            return ["Whether this submission is late could not be decided; your instructor has been told."]
-        return [penalty.message] if penalty else []
+            return None, ["Whether this submission is late could not be decided; your instructor has been told."]
+        return penalty, [penalty.message] if penalty else []
 
     # -- 5: the gradebook, off the learner's path ------------------------------------------------------------------
     def _keep_books(self) -> None:
@@ -325,26 +337,48 @@ class Service:
             # nbgrader's release_feedback (formgrader's Release Feedback) sends an updated page (hand grades, the
             # late penalty recomputed) to the learner under the same name: it reads these two beside the page.
             submitted = folder / "submitted" / result.student_id / result.assignment_id
-            pages = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent
+            beside = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent
             for name in ("timestamp.txt", "submission_secret.txt"):
-                if (submitted / name).is_file() and not (submitted / name).is_symlink() and pages.is_dir():
-                    shutil.copyfile(submitted / name, pages / name)
+                if (submitted / name).is_file() and not (submitted / name).is_symlink() and beside.is_dir():
+                    shutil.copyfile(submitted / name, beside / name)
         if self.options.gradebook:
             from grader.nbgrader_adapter.db import export_grades
 
             import tempfile
 
-            with tempfile.TemporaryDirectory() as stamps:  # each attempt's timestamp.txt, where export_grades reads it
-                for folder, result in items:
+            settled: dict = {}
+            with tempfile.TemporaryDirectory() as stamps:  # each attempt's timestamp.txt and graded notebook, where
+                for folder, result in items:                # export_grades reads them
                     where = Path(stamps) / result.student_id / result.assignment_id
                     where.mkdir(parents=True, exist_ok=True)
                     stamp = folder / "submitted" / result.student_id / result.assignment_id / "timestamp.txt"
                     if stamp.is_file() and not stamp.is_symlink():
                         shutil.copyfile(stamp, where / "timestamp.txt")
-                export_grades(self.options.gradebook, self.course, [r for _, r in items], Path(stamps))
+                    graded = Gradebook(folder).autograded_path(result.student_id, result.assignment_id, result.notebook)
+                    if graded.is_file() and not graded.is_symlink():  # the answers as formgrader shows them
+                        shutil.copyfile(graded, where / result.notebook)
+                export_grades(self.options.gradebook, self.course, [r for _, r in items], Path(stamps),
+                              out=self.options.out, settled=settled)
+            for (student, assignment, notebook), changes in settled.items():
+                for change in changes:
+                    history.append(self.options.out, student, assignment, "hand_grade", {
+                        "held_out": "the answer changed since it was graded by hand: to be graded again",
+                        "restored": "the answer is one graded by hand before: its grade applies again",
+                        "to_grade": "an answer to grade by hand"}[change.what],
+                        notebook=notebook, cell=change.cell, what=change.what, score=change.score)
         from grader.nbgrader_adapter.manual_grades import refresh
 
         refresh(self.options.out, self.options.gradebook, self.course.root)  # with hand grades and late penalties
+
+    def deliver_answers(self) -> None:
+        """Release the instructor's answers to regrade requests with the learners' feedback (``appeals``)."""
+        from grader.service.appeals import deliver
+
+        try:
+            deliver(self.options.out, self.options.exchange, self.options.course_id)
+        except Exception as error:  # noqa: BLE001 - answers wait for the next round; grading goes on
+            print(f"serve: answers to regrade requests could not be released ({type(error).__name__}: {error})",
+                  file=sys.stderr, flush=True)
 
     def still_arriving(self) -> bool:
         """Whether a folder is waiting for its secret (``--once`` waits for it, up to the grace period)."""
@@ -387,8 +421,12 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
           f"{options.policy.describe()}; {options.workers} warm kernel(s)"
           + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
           file=sys.stderr, flush=True)
+    delivered_at = 0.0
     try:
         while True:
+            if time.monotonic() - delivered_at > 2.0:
+                service.deliver_answers()
+                delivered_at = time.monotonic()
             found = service.scan()
             if once and not found and service.idle() and not service.still_arriving():
                 return 0

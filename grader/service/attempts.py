@@ -3,9 +3,20 @@
 Without a limit, Submit would be an oracle: a learner could submit a variant, read which hidden cases fail, and
 submit the next. The policy bounds how many submissions are graded in any window of ``window_hours`` (a rolling
 window, measured on the service's clock when the submission arrived; nbgrader's timestamp is the learner's word
-and is never used to decide), and says which graded attempt counts in the gradebook: the ``last`` (nbgrader's
-rule for collected submissions) or the ``best``. A submission over the limit is kept in the exchange and in the
-ledger, is not graded, does not count, and its learner is told when the next graded attempt is possible.
+and is never used to decide), and says which graded attempt counts in the gradebook (``counting``):
+
+* ``best`` (the default): the graded attempt with the most points after its own late penalty, the earliest of equal
+  ones. Submitting again can only help: a learner who resubmits the same work late, or tries an idea that scores
+  less, keeps what they had. Submit is no more of an oracle for it, because the limit above bounds the graded
+  attempts whatever counts.
+* ``last``: nbgrader's rule for collected submissions, with one exception that keeps it from punishing a learner for
+  pressing Submit twice: an attempt whose answers are identical to an earlier graded attempt's (the same cells,
+  ``content_digest``) counts as that earlier attempt, with its earlier time and penalty.
+
+Under either rule, only attempts the grader could read count. A submission over the limit, one the grader failed
+on (``grader_error``), and an upload that is not a readable notebook (``UNREADABLE``: missing, not a notebook, a link,
+too large) is kept in the exchange and in the ledger, is not graded, does not count, uses none of the learner's
+graded attempts, and its learner is told why.
 
 The ledger is one file of JSON lines per learner and assignment (``{state}/ledger/{student}/{assignment}.jsonl``), a
 line appended after each decision, so a restarted service neither grades a submission twice nor forgets one, and a
@@ -13,6 +24,7 @@ decision costs the same however many came before.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -21,14 +33,17 @@ from pathlib import Path
 
 from grader.submission.gradebook import path_part
 
-COUNTS = ("last", "best")
+COUNTS = ("best", "last")
+# results that say the upload could not be read as the assignment's notebook: never graded, never counted
+UNREADABLE = frozenset({"missing", "invalid_notebook", "invalid_folder", "too_large"})
+NOT_GRADED = UNREADABLE | {"grader_error"}
 
 
 @dataclass(frozen=True)
 class Policy:
     graded_per_window: int | None = 3  # None: every submission is graded
     window_hours: float = 24.0
-    counts: str = "last"
+    counts: str = "best"
 
     def __post_init__(self):
         if self.counts not in COUNTS:
@@ -41,7 +56,10 @@ class Policy:
     def describe(self) -> str:
         limit = ("every submission is graded" if self.graded_per_window is None else
                  f"at most {self.graded_per_window} graded attempt(s) in any {self.window_hours:g} hours")
-        return f"{limit}; the {self.counts} graded attempt counts"
+        if self.counts == "best":
+            return f"{limit}; the best graded attempt, after its own late penalty, counts"
+        return (f"{limit}; the last graded attempt counts (one identical to an earlier attempt counts as that earlier "
+                "one)")
 
 
 @dataclass
@@ -50,9 +68,34 @@ class Attempt:
     arrived: float  # the service's clock (seconds since the epoch)
     graded: bool
     status: str = ""  # the result's status, or why it was not graded ("over_limit", "refused")
-    score: float | None = None
+    score: float | None = None  # autograded points
     max_score: float | None = None
     message: str = ""
+    penalty: float = 0.0  # the late penalty on the autograded points, when it was graded
+    content: str = ""  # ``content_digest`` of the notebook graded ("" when unknown: never taken as identical)
+
+    @property
+    def value(self) -> float:
+        """The autograded points after this attempt's own late penalty (what ``best`` compares)."""
+        return round((self.score or 0.0) - self.penalty, 6)
+
+
+def content_digest(notebook: Path) -> str:
+    """A digest of what the learner wrote: each cell's type and source, in order (outputs, execution counts and
+    metadata left out, since the grader runs the notebook again). Two uploads with the same digest grade alike. A file
+    that is not a notebook's JSON is digested as bytes (``""`` when it cannot be read)."""
+    try:
+        raw = notebook.read_bytes()
+    except OSError:
+        return ""
+    try:
+        cells = json.loads(raw)["cells"]
+        parts = [[c.get("cell_type", ""), c["source"] if isinstance(c.get("source"), str) else "".join(c["source"])]
+                 for c in cells]
+        raw = json.dumps(parts, sort_keys=True).encode("utf-8", "surrogatepass")
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+        pass
+    return hashlib.sha256(raw).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -173,10 +216,12 @@ def decide(policy: Policy, attempts: list[Attempt], now: float | None = None) ->
 
 
 def counting(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
-    """The graded attempt that counts: the last one, or the best (the earliest of equal best scores)."""
-    graded = [a for a in attempts if a.graded and a.score is not None]
+    """The graded attempt that counts (module docstring): the best after its own penalty (the earliest of equal
+    ones), or the last, taken as the earliest graded attempt with the same answers."""
+    graded = [a for a in attempts if a.graded and a.score is not None and a.status not in NOT_GRADED]
     if not graded:
         return None
     if policy.counts == "last":
-        return graded[-1]
-    return max(graded, key=lambda a: (a.score, -a.arrived))
+        last = graded[-1]
+        return next((a for a in graded if last.content and a.content == last.content), last)
+    return max(graded, key=lambda a: (a.value, -a.arrived))

@@ -1,4 +1,5 @@
-"""The grading service's loopback routes: ``GET /status`` and ``POST /validate`` (Validate's named diagnoses).
+"""The grading service's loopback routes: ``GET /status``, ``POST /validate`` (Validate's named diagnoses), and
+``POST /appeal`` and ``GET /appeals`` (regrade requests, in the name of the Unix account that connects: ``appeals``).
 
 Every learner on the machine can connect, so a request is bounded before any work: at most ``CONNECTIONS_AT_ONCE``
 open connections (more are closed as they are accepted), ``REQUEST_DEADLINE_S`` for a whole request, a body of at
@@ -128,10 +129,14 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
         def do_GET(self):  # noqa: N802 - http.server's name
             if self.path == "/status":
                 return self._answer(200, service.status())
+            if self.path == "/appeals":  # the asking account's own regrade requests and answers
+                from grader.service import appeals
+
+                return self._answer(*appeals.mine(service.options.out, peer_uid(self.connection)))
             return self._answer(404, {"error": "no such route"})
 
         def do_POST(self):  # noqa: N802
-            if self.path != "/validate":
+            if self.path not in ("/validate", "/appeal"):
                 return self._answer(404, {"error": "no such route"})
             try:
                 length = int(self.headers.get("Content-Length", ""))
@@ -142,6 +147,13 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
             body = _read_body(self.rfile, length)  # the whole body first: a slow client holds no judging slot
             if body is None:
                 return None
+            if self.path == "/appeal":  # a regrade request, in the name of the account that connected
+                from grader.service import appeals
+
+                try:
+                    return self._answer(*appeals.request(service.options.out, peer_uid(self.connection), body))
+                except Exception as error:  # noqa: BLE001 - a request must never stop the service
+                    return self._answer(500, {"error": f"the request could not be recorded ({type(error).__name__})"})
             if not judging.acquire(timeout=5):
                 return self._answer(503, {"error": "the grading service is busy; Validate again in a moment"})
             try:
