@@ -404,3 +404,23 @@ def test_an_appeal_is_in_the_name_of_the_account_that_connects_bounded_and_limit
             assert _ask(port, "GET", "/appeals", uid=65534) == (200, {"appeals": []})
     finally:
         server.shutdown()
+
+
+def test_a_running_grader_judges_with_the_rubric_as_it_is_on_disk_now(tmp_path):
+    """A test fixed during the term (the rubric, or a sibling module it imports) is what the next grading uses, in
+    the same process: no restart of the service. Unchanged files keep the import (the same object comes back)."""
+    from grader.submission.judge import load_rubric
+
+    folder = tmp_path / "term_reload_assignment"
+    folder.mkdir()
+    (folder / "rubric_points.py").write_text("POINTS = 1\n")
+    rubric_file = folder / "rubric.py"
+    rubric_file.write_text("from grader.submission.judge import Rubric\nfrom . import rubric_points\n"
+                           "rubric = Rubric(names={'a': 'first'})\nrubric.points = rubric_points.POINTS\n")
+    first = load_rubric(rubric_file)
+    assert (first.names, first.points) == ({"a": "first"}, 1)
+    assert load_rubric(rubric_file) is first  # nothing changed: the import is kept
+    rubric_file.write_text(rubric_file.read_text().replace("'first'", "'fixed'"))  # same size, maybe same mtime
+    assert load_rubric(rubric_file).names == {"a": "fixed"}
+    (folder / "rubric_points.py").write_text("POINTS = 2\n")
+    assert load_rubric(rubric_file).points == 2  # a sibling module is imported afresh with the package

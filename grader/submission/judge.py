@@ -17,10 +17,12 @@ message says which mistake it is.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import math
 import re
 import sys
+import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -404,28 +406,48 @@ def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, argumen
     rubric.judges[grade_id] = judge_then_inputs
 
 
+_LOADING = threading.Lock()
+_LOADED: dict[str, bytes] = {}  # package name -> the digest of the rubric files it was imported from
+
+
+def _rubric_digest(folder: Path) -> bytes:
+    """A digest of every ``rubric*.py`` in ``folder``: names and contents (a sibling module changes it too)."""
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("rubric*.py")):
+        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.digest()
+
+
 def load_rubric(path: Path) -> Rubric:
-    """Import ``rubric.py`` from an assignment folder (trusted instructor code).
+    """Import ``rubric.py`` from an assignment folder (trusted instructor code), as it is on disk now.
 
     The folder is imported as a package of its own (``_course_rubric_<assignment>``), so a rubric may keep groups of
     tests in sibling modules (``rubric_<group>.py``, imported by ``rubric.py`` with ``from . import rubric_<group>``);
-    nbgrader and the learner's workspace leave every ``rubric*.py`` out."""
+    nbgrader and the learner's workspace leave every ``rubric*.py`` out. The import is kept while the folder's
+    ``rubric*.py`` files are unchanged; once the instructor edits one (a test fixed during the term), the next call
+    imports the package afresh, so a running grading service judges with the fixed rubric without a restart."""
     package = f"_course_rubric_{path.parent.name}"
     name = f"{package}.rubric"
-    if name in sys.modules:
-        return sys.modules[name].rubric
-    folder = types.ModuleType(package)
-    folder.__path__ = [str(path.parent)]
-    sys.modules[package] = folder
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    rubric = getattr(module, "rubric", None)
-    if not isinstance(rubric, Rubric):
-        raise TypeError(f"{path} must define `rubric = Rubric()`")
-    return rubric
+    with _LOADING:  # one import at a time: threads grading the same assignment share it
+        digest = _rubric_digest(path.parent)
+        if name in sys.modules and _LOADED.get(package) == digest:
+            return sys.modules[name].rubric
+        for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            del sys.modules[loaded]  # the package and its sibling modules, imported again below
+        folder = types.ModuleType(package)
+        folder.__path__ = [str(path.parent)]
+        sys.modules[package] = folder
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            _LOADED.pop(package, None)
+            raise
+        rubric = getattr(module, "rubric", None)
+        if not isinstance(rubric, Rubric):
+            raise TypeError(f"{path} must define `rubric = Rubric()`")
+        _LOADED[package] = digest
+        return rubric
