@@ -412,10 +412,8 @@ _LOADED: dict[str, bytes] = {}  # package name -> the digest of the rubric files
 
 def _rubric_digest(folder: Path) -> bytes:
     """A digest of every ``rubric*.py`` in ``folder``: names and contents (a sibling module changes it too)."""
-    digest = hashlib.sha256()
-    for file in sorted(folder.glob("rubric*.py")):
-        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.digest()
+    return hashlib.sha256(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0"
+                                   for f in sorted(folder.glob("rubric*.py")))).digest()
 
 
 def load_rubric(path: Path) -> Rubric:
@@ -446,8 +444,7 @@ def load_rubric(path: Path) -> Rubric:
             del sys.modules[name]
             _LOADED.pop(package, None)
             raise
-        rubric = getattr(module, "rubric", None)
-        if not isinstance(rubric, Rubric):
+        if not isinstance(rubric := getattr(module, "rubric", None), Rubric):
             raise TypeError(f"{path} must define `rubric = Rubric()`")
         _LOADED[package] = digest
         return rubric
