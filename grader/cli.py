@@ -67,6 +67,12 @@ def cmd_grade(args) -> int:
                   args.max_result_bytes is not None)):
             print("grade: --tls-*, --insecure-cluster and --max-result-bytes apply only with --scheduler", file=sys.stderr)
             return 2
+        if args.test:
+            from grader.service.retest import command
+
+            return command(args, settings, Course.default(), zygote)
+        if args.submissions is None:
+            return print("grade: --submissions is required (unless --test ID)", file=sys.stderr) or 2
         if args.student:  # every id checked before anything runs
             try:
                 check_students(args.submissions.resolve(), args.student)
@@ -288,8 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = Limits()
 
     grade = sub.add_parser("grade", help="grade submitted/{student}/{assignment}/*.ipynb")
-    grade.add_argument("--submissions", type=Path, required=True)
+    grade.add_argument("--submissions", type=Path, help="the submissions to grade: {student}/{assignment}/*.ipynb")
     grade.add_argument("--out", type=Path, required=True)
+    grade.add_argument("--test", metavar="ID", help="grade this test again on every notebook that counts in --out")
+    grade.add_argument("--why", default="", help="with --test: the reason, kept in the history of each grade")
     grade.add_argument("--workers", type=int, default=None,
                        help="notebooks graded at once (default: the number of cores plus one)")
     grade.add_argument("--scheduler", metavar="tls://HOST:PORT",

@@ -128,7 +128,7 @@ def host_listeners():
 # of tests/longest-first.txt (tests/durations_table.py --write makes it from a run's timing), the rest after them.
 # xdist's own --dist loadgroup cannot do this under pytest 9 (it renames items through an attribute pytest 9 no
 # longer reads), so the scheduler below groups by these units itself.
-GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_scenarios.py"}
+GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_retest.py", "tests/test_scenarios.py"}
 SHARED_UNITS = {"tests/test_hub.py": "hub", "tests/test_hub_attacks.py": "hub",
                 **{path: "graded" for path in GRADED_UNIT}}
 LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"

@@ -165,9 +165,6 @@ def test_a_class_on_jupyterhub_in_the_browser():
             assert probe["uid"] == probe["euid"] == pwd.getpwnam(name).pw_uid  # the kernel runs as the learner
             assert len(probe["checks"]) == 10 and set(probe["checks"].values()) == {"PermissionError"}, probe
 
-        staff = _step(url, fixture_path, "formgrader", "instructor")
-        assert all(name in staff["text"] for name in LEARNERS), staff["text"]
-
         # The instructor grades ada's free-text answer in formgrader, then (as the instructor, in the course root)
         # reads the hand grades and penalties back and exports the class for Canvas.
         _step(url, fixture_path, "grade", "instructor")
@@ -185,6 +182,15 @@ def test_a_class_on_jupyterhub_in_the_browser():
             canvas = {row["ID"]: row for row in csv.DictReader(handle)}
         assert float(canvas["40101"][ASSIGNMENT]) == pytest.approx(AUTOGRADED + MANUAL_POINTS - late)  # ada's LMS id
         assert canvas["40102"][ASSIGNMENT] == ""  # blake's free-text answer is not graded yet
+        # formgrader lists both, with the course's columns: the same total as grades.csv and the export, after the
+        # penalty; Autograde says the service grades (it would run the learner's code unsealed as the instructor)
+        staff = _step(url, fixture_path, "formgrader", "instructor")
+        assert all(name in staff["text"] for name in LEARNERS), staff["text"]
+        cells = staff["cells"]
+        assert cells["ada"]["total"] == f"{round(float(grades['ada']['total_score']), 2):g} / {AUTOGRADED + 2:g}"
+        assert cells["ada"]["penalty"] == f"- {round(late, 2):g}" and cells["blake"]["penalty"] == "0"
+        assert cells["blake"]["total"] == "after hand grading"
+        assert staff["notice"] and {c["autograde"] for c in cells.values()} == {"graded at Submit"}
         # formgrader's Autograde runs as the instructor, who cannot seal kernels: it refuses and changes nothing
         _as_instructor(str(VENV_BIN / "nbgrader"), "collect", ASSIGNMENT)  # the submissions, where Autograde reads
         before = (COURSE / "grades.csv").read_bytes()

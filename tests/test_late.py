@@ -164,6 +164,15 @@ def test_grades_csv_results_json_and_the_page_carry_the_penalty_from_nbgrader_co
     assert ("Submitted 1 day 3 hours after the due date (2026-11-20 12:00 UTC): 40% of your earned points "
             "(3.4 of 8.5) is taken off.") in page
     assert "Total after the penalty: <b>5.1 / 12</b>" in page
+    # formgrader's Manage Submissions shows the same penalty and total (the course's two columns)
+    from grader.nbgrader_adapter.formgrader_totals import totals
+
+    assert totals(out, "sharded_step") == {s: {"penalty": float(r["late_penalty"]), "total": float(r["total_score"])}
+                                           for s, r in rows.items()}
+    _grade(out, _result("dana", [4.0], DUE, manual_max=2.0))  # a written answer not graded yet: no total
+    refreshed(out, None, root)
+    assert totals(out, "sharded_step")["dana"] == {"penalty": 0.0, "total": None}
+    assert totals(out, "collectives") == {} and totals(tmp_path / "nowhere", "sharded_step") == {}
 
 
 def test_without_a_due_date_nothing_is_late(tmp_path):

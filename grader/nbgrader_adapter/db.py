@@ -86,3 +86,16 @@ def export_grades(db_url: str, course: Course, results: list[NotebookResult], su
             written += 1
         book.db.commit()
     return written
+
+
+def set_auto_score(db_url: str, student: str, assignment: str, notebook: str, grade_id: str, points: float) -> bool:
+    """One autograded cell's score in nbgrader's gradebook (where formgrader shows it); False: no such cell there."""
+    from nbgrader.api import MissingEntry
+
+    with Gradebook(db_url) as book:
+        try:
+            book.find_grade(grade_id, Path(notebook).stem, assignment, student).auto_score = points
+        except MissingEntry:
+            return False
+        book.db.commit()
+    return True

@@ -125,4 +125,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
         init_tornado_settings._course_escaping = True
         FormgradeExtension.init_tornado_settings = init_tornado_settings
     _install(settings, root)  # formgrader loaded before this extension
+    from grader.nbgrader_adapter import formgrader_totals
+
+    formgrader_totals.register(serverapp)  # Manage Submissions' late penalty and total columns
     serverapp.log.info("formgrader pages escape what they print (grader.nbgrader_adapter.formgrader_guard)")

@@ -228,28 +228,19 @@ def apply_change(out: Path, db_url: str | None, course_root: Path, appeal: Appea
     """An answer ``changed``: the test's points set by hand on the counting attempt's result (and nbgrader's
     gradebook, where formgrader shows them), then every table and page refreshed."""
     from grader.nbgrader_adapter.manual_grades import refresh
-    from grader.submission.gradebook import atomic_write
 
     notebook = notebook_name(appeal.assignment)
-    path = Gradebook(out).result_path(appeal.student, appeal.assignment, notebook)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    for test in data.get("tests", []):
-        if test.get("grade_id") == appeal.test:
-            test["points"], test["passed"] = appeal.new_points, appeal.new_points >= test.get("max_points", 0)
-            test["message"] = f"Changed by your instructor on your regrade request: {appeal.answer_note or ''} " \
-                              f"(graded {appeal.points:g} first). " + str(test.get("message", ""))
-    data["score"] = round(sum(float(t.get("points", 0)) for t in data.get("tests", [])), 6)
-    atomic_write(path, json.dumps(data, indent=1))
+    book = Gradebook(out)
+    graded = book.stored(appeal.student, appeal.assignment, notebook)
+    was = next((t for t in (graded.tests if graded else []) if t.grade_id == appeal.test), None)
+    book.replace_test(appeal.student, appeal.assignment, notebook, appeal.test, {
+        "points": appeal.new_points, "passed": appeal.new_points >= appeal.max_points,
+        "message": f"Changed by your instructor on your regrade request: {appeal.answer_note or ''} "
+                   f"(graded {appeal.points:g} first). " + (was.message if was else "")})
     if db_url:
-        from nbgrader.api import Gradebook as Book, MissingEntry
+        from grader.nbgrader_adapter.db import set_auto_score
 
-        with Book(db_url) as book:
-            try:
-                book.find_grade(appeal.test, Path(notebook).stem, appeal.assignment, appeal.student).auto_score = \
-                    appeal.new_points
-                book.db.commit()
-            except MissingEntry:
-                pass
+        set_auto_score(db_url, appeal.student, appeal.assignment, notebook, appeal.test, appeal.new_points)
     refresh(out, db_url, course_root)
 
 
@@ -356,7 +347,8 @@ def instructor_command(out: Path, db_url: str | None, course_root: Path, appeal_
     if answer == "changed":
         apply_change(out, db_url, course_root, appeal)
     print(f"answered {appeal.id}: {said(appeal)}\nthe grading service releases it with the learner's feedback"
-          + ("; now grade again the learners this test affects (docs/how-to/run-a-term.md)" if answer == "fixed" else ""))
+          + (f"; once the test is corrected in source/: python -m grader grade --out {out} --test {appeal.test}"
+             if answer == "fixed" else ""))
     return 0
 
 

@@ -132,3 +132,27 @@ def inject_parameters(nb, parameters: dict) -> None:
             nb.cells.insert(index + 1, injected)
             return
     nb.cells.insert(0, injected)
+
+
+def as_submitted(graded, release) -> nbformat.NotebookNode:
+    """The learner's notebook again from the one that was graded (``rebuild``'s output, executed): the learner's
+    answers and added cells where they were, every other graded cell as released, the course's ungraded cells and the
+    injected parameters left out (``rebuild`` brings the course's cells back from the source).
+    ``rebuild`` of the result takes the same answers and reports no tampering of its own making (the graded copy's
+    test cells hold the hidden tests, which the released ones do not); ``grade --test`` grades this again."""
+    released, by_id = _index(release)
+    kept = []
+    for cell in graded.cells:
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            continue
+        gid = cells.grade_id(cell)
+        if not gid and cell.get("id") in by_id:
+            continue  # the course's own ungraded cell (rebuild gives the learner's added cells new ids)
+        if gid and gid in released and not cells.is_solution(released[gid][0]):
+            kept.append(copy.deepcopy(released[gid][0]))
+            continue
+        new = copy.deepcopy(cell)
+        if new.cell_type == "code":
+            new.outputs, new.execution_count = [], None
+        kept.append(new)
+    return nbformat.v4.new_notebook(cells=kept, metadata=copy.deepcopy(release.metadata))

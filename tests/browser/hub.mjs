@@ -162,10 +162,20 @@ async function formgrader(page) {
       await page.reload();
     }
   }
+  // the course's columns (course_totals.js): each learner's late penalty, total and Autograde cell, once filled
+  await page.waitForFunction(() => window.courseTotals?.loaded === true, null, { timeout: 60_000 });
+  const cells = {};
+  for (const s of FIXTURE.students) {
+    const row = page.locator('#main-table tr', { has: page.locator('td.student-id', { hasText: s }) }).first();
+    cells[s] = { penalty: await row.locator('td.course-late-penalty').innerText(),
+                 total: await row.locator('td.course-total').innerText(),
+                 autograde: await row.locator('td.autograde').innerText() };
+  }
+  const notice = await page.locator('#course-service-grades').isVisible();
   const text = await page.locator('body').innerText();
   await shot(page, 'formgrader');
-  log(`formgrader lists: ${text.split('\n').filter((l) => FIXTURE.students.some((s) => l.includes(s))).join(' | ')}`);
-  return { text: text.slice(0, 3000), rows: await page.locator('#main-table tr').count() };
+  log(`formgrader lists: ${JSON.stringify(cells)}; the service's notice shown: ${notice}`);
+  return { text: text.slice(0, 3000), rows: await page.locator('#main-table tr').count(), cells, notice };
 }
 
 // Staff: open the learner's submission in formgrader and grade its free-text answer by hand (the score box of the
