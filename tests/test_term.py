@@ -398,6 +398,13 @@ def test_an_appeal_is_in_the_name_of_the_account_that_connects_bounded_and_limit
         code, said = _ask(port, "POST", "/appeal", {**ask, "test": "test-transfer"})
         assert code == 409 and "3 regrade requests for sharded_step, the most the course takes" in said["error"]
         assert len(_ask(port, "GET", "/appeals")[1]["appeals"]) == 3
+        # the learner's command finds the service where their server does (the hub's COURSE_GRADING_URL), no --port
+        os.environ["COURSE_GRADING_URL"] = f"http://127.0.0.1:{port}/"
+        try:
+            listed = _command(["appeal", "--list"])
+        finally:
+            del os.environ["COURSE_GRADING_URL"]
+        assert "3 regrade request(s)" in listed and "test-placement" in listed
         if os.geteuid() == 0:  # another account: nothing of this learner's to appeal, and none of their answers
             code, said = _ask(port, "POST", "/appeal", {**ask, "test": "test-transfer"}, uid=65534)
             assert code == 409 and "no graded attempt" in said["error"]

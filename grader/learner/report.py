@@ -122,12 +122,12 @@ def service_url() -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{URL_VARIABLE} must be an http(s) URL")
-    if parts.scheme == "http" and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ValueError(f"{URL_VARIABLE}: plain http only to this machine (127.0.0.1, ::1, localhost); use https")
     return url
 
 
-def _loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
     try:

@@ -306,6 +306,21 @@ def ask_command(port: int, assignment: str | None, test: str | None, reason: str
     return 0
 
 
+def service_port(default: int) -> int:
+    """The grading service's loopback port as the learner's server knows it: ``COURSE_GRADING_URL`` (set by the hub
+    for every learner's server and its terminals and kernels) when it names this machine, else ``default``. A
+    request is only ever made over loopback: the service tells who asks from the connecting account."""
+    import urllib.parse
+
+    from grader.learner.report import URL_VARIABLE, is_loopback_host
+
+    try:
+        parts = urllib.parse.urlsplit(os.environ.get(URL_VARIABLE, "").strip())
+        return parts.port if parts.hostname and is_loopback_host(parts.hostname) and parts.port else default
+    except ValueError:
+        return default
+
+
 def _terminal(text: str) -> str:
     """Text a learner wrote, safe for a terminal: no control character but the newline survives."""
     from grader.submission.intake import escape_controls
@@ -363,7 +378,8 @@ def add_commands(sub, default_port: int) -> None:
         if args.list == bool(args.assignment and args.test and args.reason):
             print("appeal: give ASSIGNMENT TEST --reason TEXT, or --list", file=sys.stderr)
             return 2
-        return ask_command(args.port, *((None,) * 3 if args.list else (args.assignment, args.test, args.reason)))
+        port = args.port or service_port(default_port)
+        return ask_command(port, *((None,) * 3 if args.list else (args.assignment, args.test, args.reason)))
 
     def cmd_appeals(args) -> int:
         from grader.nbgrader_adapter.manual_grades import default_db
@@ -379,7 +395,8 @@ def add_commands(sub, default_port: int) -> None:
     appeal.add_argument("test", nargs="?", help="the test's id, as on the feedback page (test-update)")
     appeal.add_argument("--reason", help="why you think the test is wrong (at most 2,000 characters)")
     appeal.add_argument("--list", action="store_true", help="your requests and their answers")
-    appeal.add_argument("--port", type=int, default=default_port, help="the grading service's loopback port")
+    appeal.add_argument("--port", type=int, help="the grading service's loopback port (default: the port of "
+                                                  "COURSE_GRADING_URL, which the hub sets, else the course's)")
     appeal.set_defaults(run=cmd_appeal)
 
     appeals = sub.add_parser("appeals", help="(instructor) the open regrade requests; answer ID kept|changed|fixed")
