@@ -280,6 +280,7 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     page = term.submit(second, _result(10.0, now))
     assert "This attempt is the one that counts now: 10 / 11 autograded points" in page
     assert f"Your written answer ({WRITTEN}) is not the one your instructor graded by hand" in page
+    assert f"python -m grader appeal {ASSIGNMENT} test-loss-and-gradient --reason" in page  # how to ask, when a test lost points
     assert _hand(term.url, None, student=term.student) == (None, "", True)
     assert term.row()["total_score"] == "" and term.row()["manual_score"] == ""  # 0.5 is not carried over
 

@@ -262,7 +262,7 @@ class Service:
             lines.append("The grader failed on its side; this attempt is not counted against your limit. "
                          "Submit again, or tell your instructor if it happens twice.")
         lines += [note[:1].upper() + note[1:] + "."] if note else []
-        lines += late_lines
+        lines += late_lines + (pages.appeal_hint(assignment, result) if graded and counted is attempt else [])
         feedback = Gradebook(folder).feedback_path(arrival.student_id, arrival.assignment_id, notebook_name(
             arrival.assignment_id))
         try:

@@ -47,6 +47,17 @@ def own(attempt: Attempt, result: NotebookResult | None) -> str:
                  "graded again)")
     return said
 
+def appeal_hint(assignment: str, result: NotebookResult | None) -> list[str]:
+    """How to ask for a regrade, on the page of the attempt that counts when a test lost points (``appeals``)."""
+    lost = [t.grade_id for t in (result.tests if result else []) if t.points < t.max_points]
+    if not lost:
+        return []
+    return [f"Think a test is wrong? Ask your instructor to look at it again, with your reason, from a terminal in "
+            f"your JupyterLab (File > New > Terminal): python -m grader appeal {assignment} {lost[0]} --reason "
+            "\"why you think so\" (any test by its id in the table below; at most 3 requests for this assignment). "
+            "The answer comes with your feedback: Fetch Feedback again."]
+
+
 def regrade(out: Path, student: str, assignment: str, folder: Path) -> str:
     """Said when this attempt changed an answer that was graded by hand (``answers``)."""
     from grader.nbgrader_adapter.answers import changed_since_graded
