@@ -207,9 +207,108 @@ def test_a_class_on_jupyterhub_in_the_browser():
         assert f"({late:g} of {AUTOGRADED + MANUAL_POINTS:g})" in again, again[:1500]
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
+        _a_term(url, fixture, fixture_path, log_path, hub)
     finally:
         _stop(hub, signal.SIGINT, 60)  # Ctrl-C, as at the terminal: the hub stops its proxy, service, servers
     print(f"hub ready {ready:.0f} s after `python -m grader hub`; whole test {time.monotonic() - began:.0f} s")
+
+
+def _decisions(log_path: Path, name: str) -> int:
+    return log_path.read_text().count(f"serve: {name}/{ASSIGNMENT}: ")
+
+
+def _next_decision(log_path: Path, name: str, before: int, hub: subprocess.Popen) -> str:
+    """The service's line for the learner's next submission, once it has decided it."""
+    deadline = time.monotonic() + 240
+    while _decisions(log_path, name) <= before:
+        assert hub.poll() is None and time.monotonic() < deadline, log_path.read_text()[-4000:]
+        time.sleep(0.5)
+    return [l for l in log_path.read_text().splitlines() if f"serve: {name}/{ASSIGNMENT}: " in l][-1]
+
+
+def _row(name: str, table: str = "grades.csv", key: str = "student_id") -> dict:
+    with (COURSE / table).open(newline="") as handle:
+        return next(row for row in csv.DictReader(handle) if row[key] == name)
+
+
+def _a_term(url: str, fixture: dict, fixture_path: Path, log_path: Path, hub: subprocess.Popen) -> None:
+    """The rest of a term, on the same hub: blake's written answer graded by hand, then rewritten in a later (late)
+    Submit that counts (the hand grade held out of it, everywhere); the same notebook once more (nothing changes);
+    an upload that is not a notebook (not graded, no attempt used, blake told why); ada's regrade request from her
+    own kernel, answered "fixed" by the instructor, the test graded again as root, the answer in her next page; and
+    formgrader's totals equal to grades.csv's and the Canvas file's, with the history explaining blake's."""
+    def step(name: str, user: str, **changes) -> dict:
+        fixture.update(changes)
+        fixture_path.write_text(json.dumps(fixture))
+        return _step(url, fixture_path, name, user)
+
+    python = str(VENV_BIN / "python")
+    step("grade", "instructor", manual={"student": "blake", "cell": MANUAL_CELL, "points": 0.5})
+    _as_instructor(python, "-m", "grader", "report", "--out", str(COURSE))
+    assert float(_row("blake")["manual_score"]) == 0.5
+
+    # blake's whole notebook again, late: every test and a rewritten written answer. It counts (9.9 after the
+    # penalty against 0), and his 0.5 belongs to the answer he replaced: held out, to be graded again.
+    solved = json.loads(json.dumps(fixture["answers"]["ada"]))
+    before = _decisions(log_path, "blake")
+    step("resubmit", "blake", answers={**fixture["answers"], "blake": solved})
+    assert " graded 11/11" in _next_decision(log_path, "blake", before, hub)
+    page = step("feedback", "blake", pages={"blake": 2})["text"]
+    assert "This attempt is the one that counts now: 11 / 11 autograded points - 1.1 for lateness" in page, page[:1500]
+    assert f"Your written answer ({MANUAL_CELL}) is not the one your instructor graded by hand" in page
+    _as_instructor(python, "-m", "grader", "report", "--out", str(COURSE))
+    _as_instructor(python, "-m", "grader", "export", "--canvas", "canvas.csv")
+    row = _row("blake")
+    assert (row["score"], row["manual_score"], row["total_score"]) == ("11", "", ""), row  # 0.5 not carried over
+    assert _row("40102", "canvas.csv", "ID")[ASSIGNMENT] == ""
+
+    # the same notebook once more, later: graded, and the attempt that counts is still the one before
+    before = _decisions(log_path, "blake")
+    step("resubmit", "blake")
+    assert " graded 11/11" in _next_decision(log_path, "blake", before, hub)
+    page = step("feedback", "blake", pages={"blake": 3})["text"]
+    assert "The one that counts now is your attempt of" in page, page[:1500]
+
+    # an upload that is not a notebook: not graded, and none of blake's attempts is used
+    before = _decisions(log_path, "blake")
+    step("resubmit", "blake", unreadable={"blake": "this is not a notebook"})
+    assert " invalid_notebook " in _next_decision(log_path, "blake", before, hub)
+    page = step("feedback", "blake", pages={"blake": 4})["text"]
+    assert "could not be read as the assignment's notebook" in page and "uses none of your graded attempts" in page
+    from grader.service.attempts import Ledger, Policy, counting
+
+    ledger = Ledger(COURSE / "service" / "ledger").attempts("blake", ASSIGNMENT)
+    assert [(a.graded, a.status) for a in ledger] == [(True, "graded")] * 3 + [(False, "invalid_notebook")]
+    assert counting(Policy(), ledger) is ledger[1]  # the rewritten answer's attempt, before its identical copy
+
+    # ada asks, from her own kernel, about test-update; the instructor answers "fixed" and grades it again as root
+    code = ("import subprocess, sys\nprint(subprocess.run([sys.executable, '-m', 'grader', 'appeal', 'sharded_step', "
+            "'test-update', '--reason', '<b>my</b> update \\x1b[31m is right'], capture_output=True, text=True))")
+    asked = step("kernel", "ada", code={"ada": code})["printed"]
+    assert "is recorded" in asked, asked
+    listed = _as_instructor(python, "-m", "grader", "appeals")
+    appeal_id = listed.split()[0]
+    assert "test-update" in listed and "<b>my</b> update" in listed and "\x1b" not in listed, listed
+    _as_instructor(python, "-m", "grader", "appeals", "answer", appeal_id, "fixed", "--note", "Corrected for everyone")
+    regraded = subprocess.run([python, "-m", "grader", "grade", "--out", str(COURSE), "--test", "test-update",
+                               "--why", f"appeal {appeal_id}"], cwd=COURSE, capture_output=True, text=True, timeout=600)
+    assert regraded.returncode == 0 and "test-update graded again on 2 notebook(s)" in regraded.stdout, regraded
+    page = step("feedback", "ada", expect={"ada": "Your regrade request about test-update"})["text"]
+    assert "has been fixed" in page and "Corrected for everyone" in page, page[:2000]
+
+    # the totals agree: formgrader's column, grades.csv and the Canvas file; blake's history says why
+    step("grade", "instructor", manual={"student": "blake", "cell": MANUAL_CELL, "points": 1.5})
+    _as_instructor(python, "-m", "grader", "report", "--out", str(COURSE))
+    _as_instructor(python, "-m", "grader", "export", "--canvas", "canvas.csv")
+    staff = step("formgrader", "instructor")
+    for name, lms in (("ada", "40101"), ("blake", "40102")):
+        total = float(_row(name)["total_score"])
+        assert staff["cells"][name]["total"] == f"{round(total, 2):g} / 13", (name, staff["cells"])
+        assert float(_row(lms, "canvas.csv", "ID")[ASSIGNMENT]) == pytest.approx(total)
+    assert float(_row("blake")["total_score"]) == pytest.approx(11 + 1.5 - 0.1 * 12.5)
+    told = _as_instructor(python, "-m", "grader", "history", "blake")
+    assert "held_out" in told and "invalid_notebook" in told and "by instructor" in told, told
+    assert f"counts now: {ASSIGNMENT}/{ASSIGNMENT}.ipynb: {11 + 1.5 - 0.1 * 12.5:g} of 13" in told, told
 
 
 def test_a_second_hub_on_the_machine_keeps_the_accounts_passwords(tmp_path, monkeypatch):

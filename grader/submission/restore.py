@@ -138,8 +138,9 @@ def as_submitted(graded, release) -> nbformat.NotebookNode:
     """The learner's notebook again from the one that was graded (``rebuild``'s output, executed): the learner's
     answers and added cells where they were, every other graded cell as released, the course's ungraded cells and the
     injected parameters left out (``rebuild`` brings the course's cells back from the source).
-    ``rebuild`` of the result takes the same answers and reports no tampering of its own making (the graded copy's
-    test cells hold the hidden tests, which the released ones do not); ``grade --test`` grades this again."""
+    ``rebuild`` of the result runs the same code and reports no tampering of its own making (the graded copy's
+    test cells hold the hidden tests, which the released ones do not); a markdown answer comes back as the graded copy
+    holds it (its attachments inlined for the pages). ``grade --test`` grades this again."""
     released, by_id = _index(release)
     kept = []
     for cell in graded.cells:

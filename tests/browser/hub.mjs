@@ -7,6 +7,9 @@
 //                                  run PROBE (python) in a kernel of USER's own server
 //   node hub.mjs formgrader USER   log in as staff: formgrader's submissions of the assignment
 //   node hub.mjs grade USER        log in as staff: grade FIXTURE.manual's free-text answer by hand in formgrader
+//   node hub.mjs resubmit USER     log in, save FIXTURE.answers[USER] (or FIXTURE.unreadable[USER], not a notebook)
+//                                  over the fetched notebook, Submit again; one more submission is listed
+//   node hub.mjs kernel USER       log in, run FIXTURE.code[USER] in a kernel of USER's own server
 // Environment: HUB_URL, HUB_FIXTURE (JSON: passwords, assignment, answers {user: notebook}, other {user: user},
 // probe: python code), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
 import fs from 'node:fs';
@@ -83,6 +86,36 @@ async function submit(page) {
   return { submitted: await submitted.count() };
 }
 
+// A later Submit of the same assignment (already fetched): the learner's new notebook (FIXTURE.answers[USER]), or,
+// with FIXTURE.unreadable[USER], a file in its place that is not a notebook, saved as an editor would; Submit again.
+async function resubmit(page) {
+  await openLab(page);
+  await openAssignmentList(page);
+  const before = await page.locator('#submitted_assignments_list .nested_list_item').count();
+  const saved = FIXTURE.unreadable?.[USER]
+    ? await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`, { type: 'file', format: 'text', content: FIXTURE.unreadable[USER] })
+    : await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`, { type: 'notebook', format: 'json', content: FIXTURE.answers[USER] });
+  check(saved.status === 200 || saved.status === 201, `saving the new answer: HTTP ${saved.status}`);
+  await listItem(page, 'fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).first().click();
+  const submitted = page.locator('#submitted_assignments_list .nested_list_item');
+  const deadline = Date.now() + 120_000;
+  while ((await submitted.count()) <= before) {
+    check(Date.now() < deadline, `the new submission is not listed (${before} before)`);
+    await page.waitForTimeout(500);
+  }
+  await shot(page, `resubmitted-${before + 1}`);
+  log(`submitted again from the Assignment List (${await submitted.count()} submissions listed)`);
+  return { submitted: await submitted.count() };
+}
+
+// Code in a kernel of the learner's own server (FIXTURE.code[USER]), as the learner would run it: what it printed.
+async function kernel(page) {
+  await openLab(page);
+  const printed = await runInKernel(page, FIXTURE.code[USER]);
+  log(`kernel printed: ${printed.trim().split('\n').slice(-2).join(' | ')}`);
+  return { printed };
+}
+
 async function feedback(page) {
   await openLab(page);
   await openAssignmentList(page);
@@ -97,7 +130,24 @@ async function feedback(page) {
     await page.waitForTimeout(500);
   }
   const fetchButton = listItem(page, 'submitted_assignments_list', A).first().getByRole('button', { name: 'Fetch Feedback', exact: true });
-  if (await fetchButton.isEnabled()) await fetchButton.click();
+  // FIXTURE.pages[USER]: how many feedback pages there must be once fetched (a later Submit's page comes later);
+  // FIXTURE.expect[USER]: a text the newest page must hold (an answer released beside an earlier page)
+  const wanted = FIXTURE.pages?.[USER] || 1;
+  const expected = FIXTURE.expect?.[USER];
+  const folderNames = async () => ((await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json?.content || [])
+    .filter((f) => f.type === 'directory').map((f) => f.name).sort();
+  const pageText = (file) => page.evaluate(async (url) => (await fetch(url)).text(), `${server}/files/${encodeURI(file)}`);
+  const until = Date.now() + 240_000;
+  for (;;) {
+    if (await fetchButton.isEnabled()) await fetchButton.click();
+    await page.waitForTimeout(1000);
+    const names = await folderNames();
+    if (names.length >= wanted && (!expected || (await pageText(`${A}/feedback/${names.at(-1)}/${A}.html`)).includes(expected))) break;
+    check(Date.now() < until, `no feedback page ${wanted}${expected ? ` saying '${expected}'` : ''} after 240 s`);
+    await page.waitForTimeout(1000);
+    await page.locator('#refresh_assignments_list').click();
+    await page.waitForTimeout(500);
+  }
   await page.locator('#submitted_assignments_list a', { hasText: 'view feedback' }).first().waitFor({ state: 'visible', timeout: 60_000 });
   await shot(page, 'feedback-listed');
   const folders = (await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json.content.filter((f) => f.type === 'directory');
@@ -227,7 +277,7 @@ async function main() {
     });
     const page = await context.newPage();
     await login(page);
-    const steps = { submit, feedback, formgrader, grade };
+    const steps = { submit, resubmit, kernel, feedback, formgrader, grade };
     check(STEP in steps, `unknown step ${STEP}`);
     const result = await steps[STEP](page);
     check(outside.length === 0, `requests left the machine: ${outside.slice(0, 3)}`);
