@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.service.attempts import Ledger, Policy, counting
 from test_browser import ARTIFACTS, BROWSER, JUPYTER, ROOT, _free_port, _setup_browser, _stop
 
 SRV = Path("/srv/jax-course-test")
@@ -198,8 +199,10 @@ def test_a_class_on_jupyterhub_in_the_browser():
                                   "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8",
                                   str(VENV_BIN / "nbgrader"), "autograde", ASSIGNMENT, "--student", "blake",
                                   "--force"], cwd=COURSE, capture_output=True, text=True, timeout=300)
-        assert "would run unsealed as instructor" in refused.stdout + refused.stderr, refused.stderr[-3000:]
+        assert "would run learners' code unsealed as instructor" in refused.stdout + refused.stderr, refused.stderr[-3000:]
         assert (COURSE / "grades.csv").read_bytes() == before
+        # nor removed: nbgrader deletes a failed (or, with --force, any) run's autograded folder, here the service's
+        assert (COURSE / "autograded" / "blake" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
         # formgrader's Release Feedback (nbgrader's release_feedback): ada's page, with her hand grade and the penalty
         # recomputed from it, replaces the one the service released at Submit; she fetches it again
         _as_instructor(str(VENV_BIN / "nbgrader"), "release_feedback", ASSIGNMENT, "--student", "ada")
@@ -233,8 +236,8 @@ def _row(name: str, table: str = "grades.csv", key: str = "student_id") -> dict:
 
 def _a_term(url: str, fixture: dict, fixture_path: Path, log_path: Path, hub: subprocess.Popen) -> None:
     """The rest of a term, on the same hub: blake's written answer graded by hand, then rewritten in a later (late)
-    Submit that counts (the hand grade held out of it, everywhere); the same notebook once more (nothing changes);
-    an upload that is not a notebook (not graded, no attempt used, blake told why); ada's regrade request from her
+    Submit that counts (the hand grade held out of it, everywhere); an upload that is not a notebook (not graded, no
+    attempt used, blake told why); the same notebook once more (nothing changes); ada's regrade request from her
     own kernel, answered "fixed" by the instructor, the test graded again as root, the answer in her next page; and
     formgrader's totals equal to grades.csv's and the Canvas file's, with the history explaining blake's."""
     def step(name: str, user: str, **changes) -> dict:
@@ -262,23 +265,24 @@ def _a_term(url: str, fixture: dict, fixture_path: Path, log_path: Path, hub: su
     assert (row["score"], row["manual_score"], row["total_score"]) == ("11", "", ""), row  # 0.5 not carried over
     assert _row("40102", "canvas.csv", "ID")[ASSIGNMENT] == ""
 
-    # the same notebook once more, later: graded, and the attempt that counts is still the one before
-    before = _decisions(log_path, "blake")
-    step("resubmit", "blake")
-    assert " graded 11/11" in _next_decision(log_path, "blake", before, hub)
-    page = step("feedback", "blake", pages={"blake": 3})["text"]
-    assert "The one that counts now is your attempt of" in page, page[:1500]
-
-    # an upload that is not a notebook: not graded, and none of blake's attempts is used
+    # an upload that is not a notebook: not graded, and none of blake's attempts is used (the
+    # third, next, is graded)
     before = _decisions(log_path, "blake")
     step("resubmit", "blake", unreadable={"blake": "this is not a notebook"})
     assert " invalid_notebook " in _next_decision(log_path, "blake", before, hub)
-    page = step("feedback", "blake", pages={"blake": 4})["text"]
+    page = step("feedback", "blake", pages={"blake": 3})["text"]
     assert "could not be read as the assignment's notebook" in page and "uses none of your graded attempts" in page
-    from grader.service.attempts import Ledger, Policy, counting
+
+    # the same notebook once more, later: graded, and the attempt that counts is still the one before
+    before = _decisions(log_path, "blake")
+    step("resubmit", "blake", unreadable={})
+    assert " graded 11/11" in _next_decision(log_path, "blake", before, hub)
+    page = step("feedback", "blake", pages={"blake": 4})["text"]
+    assert "The one that counts now is your attempt of" in page, page[:1500]
 
     ledger = Ledger(COURSE / "service" / "ledger").attempts("blake", ASSIGNMENT)
-    assert [(a.graded, a.status) for a in ledger] == [(True, "graded")] * 3 + [(False, "invalid_notebook")]
+    assert [(a.graded, a.status) for a in ledger] == [(True, "graded")] * 2 + [(False, "invalid_notebook"),
+                                                                              (True, "graded")]
     assert counting(Policy(), ledger) is ledger[1]  # the rewritten answer's attempt, before its identical copy
 
     # ada asks, from her own kernel, about test-update; the instructor answers "fixed" and grades it again as root

@@ -167,11 +167,11 @@ def test_grades_csv_results_json_and_the_page_carry_the_penalty_from_nbgrader_co
     # formgrader's Manage Submissions shows the same penalty and total (the course's two columns)
     from grader.nbgrader_adapter.formgrader_totals import totals
 
-    assert totals(out, "sharded_step") == {s: {"penalty": float(r["late_penalty"]), "total": float(r["total_score"])}
-                                           for s, r in rows.items()}
+    assert totals(out, "sharded_step") == {s: {"penalty": float(r["late_penalty"]), "total": float(r["total_score"]),
+                                               "max": float(r["max_score"])} for s, r in rows.items()}
     _grade(out, _result("dana", [4.0], DUE, manual_max=2.0))  # a written answer not graded yet: no total
     refreshed(out, None, root)
-    assert totals(out, "sharded_step")["dana"] == {"penalty": 0.0, "total": None}
+    assert totals(out, "sharded_step")["dana"] == {"penalty": 0.0, "total": None, "max": 6.0}
     assert totals(out, "collectives") == {} and totals(tmp_path / "nowhere", "sharded_step") == {}
 
 

@@ -22,8 +22,9 @@ ROUTE = r"/formgrader/api/course/totals/([^/]+)"
 
 
 def totals(root: Path, assignment: str) -> dict[str, dict]:
-    """student -> {"penalty", "total"} for ``assignment``, summed over its notebooks; a total is None while a
-    notebook of it has none (an answer still to grade by hand, or no score)."""
+    """student -> {"penalty", "total", "max"} for ``assignment``, summed over its notebooks; a total is None while a
+    notebook of it has none (an answer still to grade by hand, or no score). The max is the course's (autograded and
+    hand-graded points), not formgrader's, which is 0 on a row nbgrader thinks is not autograded."""
     try:
         rows = json.loads((root / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -32,8 +33,9 @@ def totals(root: Path, assignment: str) -> dict[str, dict]:
     for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict) or row.get("assignment_id") != assignment:
             continue
-        mine = found.setdefault(str(row.get("student_id")), {"penalty": 0.0, "total": 0.0})
+        mine = found.setdefault(str(row.get("student_id")), {"penalty": 0.0, "total": 0.0, "max": 0.0})
         mine["penalty"] = round(mine["penalty"] + float(row.get("late_penalty") or 0.0), 6)
+        mine["max"] = round(mine["max"] + float(row.get("max_score") or 0.0) + float(row.get("manual_max_score") or 0.0), 6)
         total = row.get("total_score")
         mine["total"] = None if total is None or mine["total"] is None else round(mine["total"] + float(total), 6)
     return found

@@ -107,6 +107,14 @@ class IntakeGuard(NotebookExporter):
         from grader import identifiers
         from grader.submission.intake import shown_name
 
+        if _sealed_only(self.config) and os.geteuid() != 0:
+            # Refused here, before nbgrader touches anything: past this point a failed run removes the course's
+            # autograded/{student}/{assignment} (the grading service's published copy) and --force removes it first.
+            work.clear()
+            raise NotGradedByProject(
+                f"not graded, nothing stored or removed: this would run learners' code unsealed as "
+                f"{getpass.getuser()}. On this course the grading service grades every submission at Submit, as "
+                "root; a learner's new Submit is graded again the same way (docs/how-to/run-a-class-on-jupyterhub.md)")
         pattern = converter._format_source("(?P<assignment_id>.*)", "(?P<student_id>.*)", escape=True)
         refused = []
         for folder in list(work):
@@ -139,6 +147,11 @@ class IntakeGuard(NotebookExporter):
                     _project_grade(root, tmp, assignment)  # records invalid_folder, with the rule, in grades.csv
         if not work:
             raise NotGradedByProject("; ".join("; ".join(p) for _, _, p in refused))
+
+
+def _sealed_only(config) -> bool:
+    """``c.ProjectAutograde.sealed_only`` (the hub's nbgrader_config.py): grading refused where kernels cannot be sealed."""
+    return bool(config.ProjectAutograde.get("sealed_only", False)) if "ProjectAutograde" in config else False
 
 
 class ProjectAutograde(Preprocessor):

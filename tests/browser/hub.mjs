@@ -136,7 +136,7 @@ async function feedback(page) {
   const expected = FIXTURE.expect?.[USER];
   const folderNames = async () => ((await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json?.content || [])
     .filter((f) => f.type === 'directory').map((f) => f.name).sort();
-  const pageText = (file) => page.evaluate(async (url) => (await fetch(url)).text(), `${server}/files/${encodeURI(file)}`);
+  const pageText = async (file) => (await api(page, 'GET', `${server}/api/contents/${encodeURI(file)}?type=file&format=text&content=1`)).json?.content || '';
   const until = Date.now() + 240_000;
   for (;;) {
     if (await fetchButton.isEnabled()) await fetchButton.click();

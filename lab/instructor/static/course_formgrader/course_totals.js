@@ -20,7 +20,7 @@
         total.attr('data-order', -1).text('after hand grading');
       } else {
         total.attr('data-order', mine.total)
-          .text(roundToPrecision(mine.total, 2) + ' / ' + roundToPrecision(view.model.get('max_score'), 2));
+          .text(roundToPrecision(mine.total, 2) + ' / ' + roundToPrecision(mine.max, 2));
       }
     }
     if (totals.service_grades) {
