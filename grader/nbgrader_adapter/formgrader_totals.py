@@ -43,7 +43,9 @@ def totals(root: Path, assignment: str) -> dict[str, dict]:
 
 def service_grades(config) -> bool:
     """Whether formgrader's Autograde refuses here because the grading service grades (the hub's configuration)."""
-    return bool(config.ProjectAutograde.get("sealed_only", False)) and os.geteuid() != 0
+    from grader.nbgrader_adapter.plugins import sealed_only
+
+    return sealed_only(config) and os.geteuid() != 0
 
 
 def handler():

@@ -107,7 +107,7 @@ class IntakeGuard(NotebookExporter):
         from grader import identifiers
         from grader.submission.intake import shown_name
 
-        if _sealed_only(self.config) and os.geteuid() != 0:
+        if sealed_only(self.config) and os.geteuid() != 0:
             # Refused here, before nbgrader touches anything: past this point a failed run removes the course's
             # autograded/{student}/{assignment} (the grading service's published copy) and --force removes it first.
             work.clear()
@@ -149,7 +149,7 @@ class IntakeGuard(NotebookExporter):
             raise NotGradedByProject("; ".join("; ".join(p) for _, _, p in refused))
 
 
-def _sealed_only(config) -> bool:
+def sealed_only(config) -> bool:
     """``c.ProjectAutograde.sealed_only`` (the hub's nbgrader_config.py): grading refused where kernels cannot be sealed."""
     return bool(config.ProjectAutograde.get("sealed_only", False)) if "ProjectAutograde" in config else False
 
