@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -52,19 +53,33 @@ def free_port() -> int:
 
 
 class Service:
-    """``POST /validate`` on 127.0.0.1, answered by ``grader.service.validation.handle``; ``requests`` counts them."""
+    """``POST /validate`` on 127.0.0.1, answered by ``grader.service.validation.handle``; ``requests`` counts them.
+    ``POST /appeal`` and ``GET /appeals`` keep and list the regrade requests (``appeals``), as the service's
+    routes answer them (who asks is the real service's job: tests/test_hub.py)."""
 
     def __init__(self, course: Course):
         from grader.service.validation import handle
 
         owner = self
         self.requests = 0
+        self.appeals: list[dict] = []  # POST /appeal bodies; answered as the service words them, with markup in them
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self._send(200, {"appeals": [{"id": "a1", "assignment": a["assignment"], "test": a["test"],
+                                              "said": f"<i>about</i> {a['test']}: {a['reason']}"}
+                                             for a in owner.appeals]})
+
             def do_POST(self):  # noqa: N802 - http.server's name
                 owner.requests += 1
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.path == "/appeal":
+                    owner.appeals.append(json.loads(body))
+                    return self._send(200, {"said": "Your request <b>is recorded</b>"})
                 code, answer = handle(course, body) if self.path == "/validate" else (404, {"error": "no route"})
+                self._send(code, answer)
+
+            def _send(self, code: int, answer: dict) -> None:
                 data = json.dumps(answer).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -180,6 +195,7 @@ def test_the_labextension_copy_replaces_each_text_exactly(tmp_path):
     text = chunk.read_text()
     assert "passes all the tests" not in text and "c.innerHTML=e.failed[d].error" not in text
     assert "c.innerText=e.failed[d].error" in text and "e.failed[d].title" in text
+    assert text.count('"course/regrade?assignment="+encodeURIComponent(this.data.assignment_id') == 1  # beside feedback
     assert chunk.name.split(".")[1] in entry  # the remote entry loads the patched chunk by its new name
     original = labextension.validate_chunk(labextension.installed() / "static")
     assert not (target / "static" / original.name).exists()
@@ -190,7 +206,7 @@ def test_the_labextension_copy_replaces_each_text_exactly(tmp_path):
 def test_a_new_nbgrader_without_a_replaced_text_fails_loudly(index):
     original = labextension.validate_chunk(labextension.installed() / "static").read_text()
     old = labextension.SUBSTITUTIONS[index][0]
-    with pytest.raises(labextension.LabextensionChanged, match="Validate dialog changed"):
+    with pytest.raises(labextension.LabextensionChanged, match="Validate dialog or Assignment List changed"):
         labextension.patched(original.replace(old, old.replace("e", "E", 1)))
     with pytest.raises(labextension.LabextensionChanged):
         labextension.patched(original.replace(old, old + ";" + old))
@@ -206,12 +222,12 @@ def test_the_learners_lab_serves_the_course_validate_and_not_nbgraders():
 
 
 def test_the_learners_extension_loads_nothing_that_judges():
-    code = ("import sys, grader.learner.handlers, grader.learner.report; "
+    code = ("import sys, grader.learner.handlers, grader.learner.report, grader.learner.regrade; "
             "print(sorted(m for m in sys.modules if m.startswith('grader.') or m.startswith('_course_rubric')))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                        cwd=ROOT).stdout.replace("'", '"'))
     assert set(loaded) <= {"grader.cells", "grader.visible_checks", "grader.learner", "grader.learner.handlers",
-                           "grader.learner.report"}, loaded
+                           "grader.learner.report", "grader.learner.regrade"}, loaded
 
 
 # ---------------------------------------------------------------- the learner's server, over its REST route
@@ -266,6 +282,50 @@ def test_validate_in_the_learners_server(tmp_path, scenario):
         assert "failed" not in online and online["summary"].startswith("None of the 6 visible checks fails.")
         assert "The quiz test (1 point): the multiple-choice answer: its correctness is graded after you submit" \
             in online["summary"]
+
+
+def test_a_regrade_request_from_the_learners_page(tmp_path):
+    """The learner's server serves /course/regrade: the form offers the tests of the learner's copy of the
+    notebook, sends the request to the grading service as it was typed, and shows what the service said as text;
+    a reason over the limit is refused on the page and never sent; a form posted without the server's _xsrf token
+    (another site's page) is refused."""
+    from test_workflow import Server
+
+    from grader.course.workspace import learner_lab
+    from grader.learner import regrade
+
+    workspace = tmp_path / "workspace"
+    (workspace / "sharded_step").mkdir(parents=True)
+    nbformat.write(learner_notebook(COURSE, "sharded_step"), workspace / "sharded_step" / "sharded_step.ipynb")
+    service = Service(COURSE)
+    argv, env, cwd = learner_lab(COURSE, workspace=workspace)
+    lab = Server(argv, dict(env, COURSE_GRADING_URL=service.url), cwd, tmp_path / "home", tmp_path / "lab.log")
+    headers = {"Authorization": f"token {lab.token}"}
+
+    def post(fields: dict, headers=headers) -> str:
+        request = urllib.request.Request(f"{lab.url}/course/regrade", method="POST", headers=headers,
+                                         data=urllib.parse.urlencode(fields).encode())
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.read().decode()
+    try:
+        form = lab.get("/course/regrade?assignment=sharded_step")[1].decode()
+        tests = [cells.grade_id(c) for c in nbformat.read(COURSE.release_notebook("sharded_step"), as_version=4).cells
+                 if cells.is_autograded_test(c)]
+        assert tests and all(f'<option value="{t}"' in form for t in tests), form
+        assert '<html lang="en">' in form and "<main>" in form and 'name="_xsrf"' in form
+        reason = "<img src=x onerror=alert(1)> my update is right"
+        answered = post({"assignment": "sharded_step", "test": tests[-1], "reason": reason})
+        assert service.appeals == [{"assignment": "sharded_step", "test": tests[-1], "reason": reason}]
+        assert "Your request &lt;b&gt;is recorded&lt;/b&gt;" in answered  # the service's words, as text
+        assert "&lt;img src=x onerror=alert(1)&gt;" in answered and "<img" not in answered  # the list below
+        long = post({"assignment": "sharded_step", "test": tests[-1], "reason": "x" * (regrade.MAX_REASON + 1)})
+        assert "shorten it" in long and len(service.appeals) == 1
+        with pytest.raises(urllib.error.HTTPError) as refused:  # no token, no _xsrf: a form from another site
+            post({"assignment": "sharded_step", "test": tests[-1], "reason": "forged"}, headers={})
+        assert refused.value.code == 403 and len(service.appeals) == 1
+    finally:
+        lab.stop()
+        service.stop()
 
 
 def test_unsolved_todos_and_other_failing_cells_are_named_first():

@@ -1,4 +1,5 @@
-"""The Validate dialog's wording: a checked copy of nbgrader's JupyterLab extension, prepared at ``make lab``.
+"""The Validate dialog's wording, and a regrade link in the Assignment List: a checked copy of nbgrader's JupyterLab
+extension, prepared at ``make lab``.
 
 nbgrader's labextension renders Validate's answer in one function (``k`` in its ``161.<hash>.js`` chunk): it
 hard-codes "Success! Your notebook passes all the tests." and "The following cell failed:" above each failure's
@@ -9,7 +10,9 @@ failure; this module writes a copy of the extension where ``k`` shows them:
 * the success text becomes the answer's ``summary``;
 * a failed answer starts with a paragraph holding its ``summary``;
 * each failure's heading becomes its ``title``, and its text (the grader's message) wraps;
-* each failure's error is written with ``innerText`` (text, never markup), and an empty one is not shown.
+* each failure's error is written with ``innerText`` (text, never markup), and an empty one is not shown;
+* in the Assignment List (the same chunk), a submission with feedback gets "(ask for a regrade)" beside "(view
+  feedback)": a link that opens the learner's regrade page (``grader.learner.regrade``) in a new tab.
 
 Each substitution must match exactly once, or preparing the copy fails loudly naming the text that moved (a new
 nbgrader). The patched chunk and the remote entry that loads it get new content-hashed names, so a browser never
@@ -29,6 +32,7 @@ from pathlib import Path
 PACKAGE = "@jupyter/nbgrader"
 FOLDER = Path("lab") / "learner" / "labextensions"  # git-ignored, rebuilt at each start
 SUMMARY_VARIABLE = "graderSummary"
+REGRADE_VARIABLE = "graderRegrade"
 
 #: (nbgrader's text in ``k``, the course's), each expected exactly once in the chunk
 SUBSTITUTIONS = [
@@ -44,6 +48,13 @@ SUBSTITUTIONS = [
     ("r.innerText=e.failed[d].source", 'r.innerText=e.failed[d].source,r.style.whiteSpace="pre-wrap"'),
     ("c.innerHTML=e.failed[d].error",
      'c.innerText=e.failed[d].error,c.style.whiteSpace="pre-wrap",e.failed[d].error||(n.hidden=!0)'),
+    # the Assignment List: beside a submission's "(view feedback)", the learner's regrade page (grader.learner.regrade)
+    ('i.innerText=" (view feedback)",t.append(i)}',
+     f'i.innerText=" (view feedback)",t.append(i);var {REGRADE_VARIABLE}=document.createElement("a");'
+     f'{REGRADE_VARIABLE}.href=this.base_url.replace(/\\/?$/,"/")+"course/regrade?assignment="+'
+     f'encodeURIComponent(this.data.assignment_id||""),{REGRADE_VARIABLE}.target="_blank",'
+     f'{REGRADE_VARIABLE}.rel="noopener",{REGRADE_VARIABLE}.classList.add("grader-regrade-link"),'
+     f'{REGRADE_VARIABLE}.innerText=" (ask for a regrade)",t.append({REGRADE_VARIABLE})}}'),
 ]
 
 
@@ -79,8 +90,8 @@ def patched(text: str) -> str:
     for old, new in SUBSTITUTIONS:
         count = text.count(old)
         if count != 1:
-            raise LabextensionChanged(f"nbgrader's Validate dialog changed: {old!r} appears {count} times in its "
-                                      "labextension (grader/course/labextension.py must be updated)")
+            raise LabextensionChanged(f"nbgrader's Validate dialog or Assignment List changed: {old!r} appears {count} "
+                                      "times in its labextension (grader/course/labextension.py must be updated)")
         text = text.replace(old, new)
     return text
 

@@ -109,8 +109,12 @@ class ValidateHandler(JupyterHandler):
 
 
 def register(serverapp) -> None:
-    serverapp.log.info("grader.learner: Validate answers with the course's summary (nbgrader's route)")
+    serverapp.log.info("grader.learner: Validate answers with the course's summary (nbgrader's route); regrade "
+                       "requests at /course/regrade")
     webapp = serverapp.web_app
     webapp.settings["root_dir"] = serverapp.root_dir  # as nbgrader's extensions set it
     base_url = webapp.settings["base_url"]
-    webapp.add_handlers(".*$", [(url_path_join(base_url, ROUTE), ValidateHandler)])
+    from grader.learner.regrade import ROUTE as REGRADE_ROUTE, RegradeHandler
+
+    webapp.add_handlers(".*$", [(url_path_join(base_url, ROUTE), ValidateHandler),
+                                (url_path_join(base_url, REGRADE_ROUTE), RegradeHandler)])

@@ -274,28 +274,20 @@ def deliver(out: Path, exchange_root: Path, course_id: str) -> int:
 
 def ask_command(port: int, assignment: str | None, test: str | None, reason: str | None) -> int:
     """``python -m grader appeal ASSIGNMENT TEST --reason TEXT`` (or ``--list``, all three None), from the learner's
-    own account: the service records it in that account's name."""
-    import http.client
+    own account: the service records it in that account's name (the same request as the learner's page,
+    ``grader.learner.regrade``)."""
     import sys
 
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    from grader.learner.regrade import send
+
     try:
-        if assignment is None:
-            connection.request("GET", "/appeals")
-        else:
-            connection.request("POST", "/appeal", json.dumps({"assignment": assignment, "test": test,
-                                                              "reason": reason or ""}),
-                               {"Content-Type": "application/json"})
-        response = connection.getresponse()
-        answer = json.loads(response.read() or b"{}")
+        status, answer = send(port, assignment, test, reason)
     except (OSError, ValueError) as error:
         print(f"appeal: the grading service does not answer on port {port} ({error}); is it running?",
               file=sys.stderr)
         return 2
-    finally:
-        connection.close()
-    if response.status != 200:
-        print(f"appeal: not recorded: {answer.get('error', response.status)}", file=sys.stderr)
+    if status != 200:
+        print(f"appeal: not recorded: {answer.get('error', status)}", file=sys.stderr)
         return 1
     if assignment is None:
         for item in answer.get("appeals", []):
@@ -304,21 +296,6 @@ def ask_command(port: int, assignment: str | None, test: str | None, reason: str
     else:
         print(answer.get("said", "recorded"))
     return 0
-
-
-def service_port(default: int) -> int:
-    """The grading service's loopback port as the learner's server knows it: ``COURSE_GRADING_URL`` (set by the hub
-    for every learner's server and its terminals and kernels) when it names this machine, else ``default``. A
-    request is only ever made over loopback: the service tells who asks from the connecting account."""
-    import urllib.parse
-
-    from grader.learner.report import URL_VARIABLE, is_loopback_host
-
-    try:
-        parts = urllib.parse.urlsplit(os.environ.get(URL_VARIABLE, "").strip())
-        return parts.port if parts.hostname and is_loopback_host(parts.hostname) and parts.port else default
-    except ValueError:
-        return default
 
 
 def _terminal(text: str) -> str:
@@ -378,6 +355,8 @@ def add_commands(sub, default_port: int) -> None:
         if args.list == bool(args.assignment and args.test and args.reason):
             print("appeal: give ASSIGNMENT TEST --reason TEXT, or --list", file=sys.stderr)
             return 2
+        from grader.learner.regrade import service_port
+
         port = args.port or service_port(default_port)
         return ask_command(port, *((None,) * 3 if args.list else (args.assignment, args.test, args.reason)))
 

@@ -52,10 +52,12 @@ def appeal_hint(assignment: str, result: NotebookResult | None) -> list[str]:
     lost = [t.grade_id for t in (result.tests if result else []) if t.points < t.max_points]
     if not lost:
         return []
-    return [f"Think a test is wrong? Ask your instructor to look at it again, with your reason, from a terminal in "
-            f"your JupyterLab (File > New > Terminal): python -m grader appeal {assignment} {lost[0]} --reason "
-            "\"why you think so\" (any test by its id in the table below; at most 3 requests for this assignment). "
-            "The answer comes with your feedback: Fetch Feedback again."]
+    return [f"Think a test is wrong? Ask your instructor to look at it again, with your reason: in the Assignment "
+            "List (Nbgrader > Assignment List), click \"ask for a regrade\" beside this submission's \"view "
+            "feedback\", choose the test and say why (at most 3 requests for this assignment). Or, from a terminal "
+            f"in your JupyterLab (File > New > Terminal): python -m grader appeal {assignment} {lost[0]} --reason "
+            "\"why you think so\" (any test by its id in the table below). The answer comes with your feedback: "
+            "Fetch Feedback again."]
 
 
 def regrade(out: Path, student: str, assignment: str, folder: Path) -> str:

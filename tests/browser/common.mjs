@@ -21,3 +21,19 @@ export function contentsApi(server) {
     return response.json();
   };
 }
+
+// axe-core's accessibility rules (WCAG 2.x A and AA) run in `page`, or only in the elements `include` selects:
+// each violation as { id, impact, help, nodes: how many elements, targets: the first three }.
+const AXE_SOURCE = new URL('./node_modules/axe-core/axe.min.js', import.meta.url);
+export async function axeViolations(page, include = null) {
+  const fs = await import('node:fs');
+  // evaluated through the DevTools protocol, as a console would: the page's Content-Security-Policy (the course's
+  // pages allow no inline script) governs the page's own scripts, not this one
+  if (!(await page.evaluate(() => Boolean(window.axe)))) await page.evaluate(fs.readFileSync(AXE_SOURCE, 'utf8'));
+  return page.evaluate(async (include) => {
+    const context = include ? { include } : document;
+    const result = await window.axe.run(context, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length,
+      targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+  }, include);
+}

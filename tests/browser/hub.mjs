@@ -9,12 +9,12 @@
 //   node hub.mjs grade USER        log in as staff: grade FIXTURE.manual's free-text answer by hand in formgrader
 //   node hub.mjs resubmit USER     log in, save FIXTURE.answers[USER] (or FIXTURE.unreadable[USER], not a notebook)
 //                                  over the fetched notebook, Submit again; one more submission is listed
-//   node hub.mjs kernel USER       log in, run FIXTURE.code[USER] in a kernel of USER's own server
+//   node hub.mjs appeal USER       log in, Assignment List: "ask for a regrade", send FIXTURE.appeal[USER] from the page
 // Environment: HUB_URL, HUB_FIXTURE (JSON: passwords, assignment, answers {user: notebook}, other {user: user},
 // probe: python code), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium } from './common.mjs';
+import { axeViolations, launchChromium } from './common.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -108,12 +108,28 @@ async function resubmit(page) {
   return { submitted: await submitted.count() };
 }
 
-// Code in a kernel of the learner's own server (FIXTURE.code[USER]), as the learner would run it: what it printed.
-async function kernel(page) {
+// A regrade request as a learner makes it: the Assignment List's "(ask for a regrade)" beside a submission's feedback
+// opens the learner's regrade page (grader.learner.regrade) in a new tab; choose FIXTURE.appeal[USER].test, give its
+// reason, send. What the page said, the requests it lists, and axe-core's violations on the page.
+async function appeal(page) {
   await openLab(page);
-  const printed = await runInKernel(page, FIXTURE.code[USER]);
-  log(`kernel printed: ${printed.trim().split('\n').slice(-2).join(' | ')}`);
-  return { printed };
+  await openAssignmentList(page);
+  const link = page.locator('#submitted_assignments_list a', { hasText: 'ask for a regrade' }).first();
+  await link.waitFor({ state: 'visible', timeout: 60_000 });
+  await shot(page, 'regrade-link');
+  const [tab] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+  await tab.getByLabel('Why you think the test is wrong').waitFor({ state: 'visible', timeout: 60_000 });
+  check(tab.url().startsWith(`${server}/course/regrade?assignment=${A}`), `the link opened ${tab.url()}`);
+  const { test, reason } = FIXTURE.appeal[USER];
+  await tab.getByLabel('Test', { exact: true }).selectOption(test);
+  await tab.getByLabel('Why you think the test is wrong').fill(reason);
+  const violations = await axeViolations(tab);
+  await shot(tab, 'regrade-form');
+  await tab.getByRole('button', { name: 'Send the request' }).click();  // (the answer's page alone has a status)
+  const said = await tab.getByRole('status').innerText({ timeout: 60_000 });
+  await shot(tab, 'regrade-sent');
+  log(`asked for a regrade of ${test}: ${said}`);
+  return { said, listed: await tab.locator('main').innerText(), violations };
 }
 
 async function feedback(page) {
@@ -225,7 +241,10 @@ async function formgrader(page) {
   const text = await page.locator('body').innerText();
   await shot(page, 'formgrader');
   log(`formgrader lists: ${JSON.stringify(cells)}; the service's notice shown: ${notice}`);
-  return { text: text.slice(0, 3000), rows: await page.locator('#main-table tr').count(), cells, notice };
+  // axe-core on the page, and on what the course adds to it (the notice, the two columns)
+  const violations = await axeViolations(page);
+  const ours = await axeViolations(page, ['#course-service-grades', '.course-late-penalty', '.course-total']);
+  return { text: text.slice(0, 3000), rows: await page.locator('#main-table tr').count(), cells, notice, violations, ours };
 }
 
 // Staff: open the learner's submission in formgrader and grade its free-text answer by hand (the score box of the
@@ -277,7 +296,7 @@ async function main() {
     });
     const page = await context.newPage();
     await login(page);
-    const steps = { submit, resubmit, kernel, feedback, formgrader, grade };
+    const steps = { submit, resubmit, appeal, feedback, formgrader, grade };
     check(STEP in steps, `unknown step ${STEP}`);
     const result = await steps[STEP](page);
     check(outside.length === 0, `requests left the machine: ${outside.slice(0, 3)}`);

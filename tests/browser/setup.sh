@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the browser test needs, and nothing when it is already there:
 #   - Debian's Chromium (/usr/bin/chromium), with apt-get, only if it is missing;
-#   - playwright-core, pinned in package.json/package-lock.json, into tests/browser/node_modules.
+#   - playwright-core and axe-core (the accessibility rules run in the pages people open), pinned in
+#     package.json/package-lock.json, into tests/browser/node_modules.
 # playwright-core never downloads a browser; the test drives /usr/bin/chromium.
 #
 # Exit status: 0 ready; 3 something could not be installed here (no root, no network,
@@ -44,9 +45,11 @@ command -v npm >/dev/null 2>&1 || unavailable "npm is not installed"
 
 wanted=$(node -p "require('./package.json').dependencies['playwright-core']")
 installed=$(node -p "try { require('./node_modules/playwright-core/package.json').version } catch { '' }")
-if [ "$installed" != "$wanted" ]; then
+wanted_axe=$(node -p "require('./package.json').dependencies['axe-core']")
+installed_axe=$(node -p "try { require('./node_modules/axe-core/package.json').version } catch { '' }")
+if [ "$installed" != "$wanted" ] || [ "$installed_axe" != "$wanted_axe" ]; then
     echo "setup.sh: installing playwright-core $wanted with npm ci" >&2
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2 \
         || unavailable "npm ci (playwright-core $wanted) failed (no access to the npm registry?)"
 fi
-echo "setup.sh: ready: $("$CHROMIUM" --version 2>/dev/null | head -1), playwright-core $wanted" >&2
+echo "setup.sh: ready: $("$CHROMIUM" --version 2>/dev/null | head -1), playwright-core $wanted, axe-core $wanted_axe" >&2
