@@ -173,7 +173,7 @@ def test_serve_once_stops_only_after_the_gradebook_has_what_was_graded(tmp_path)
     service.publish = publish
     service.books = threading.Thread(target=service._keep_books, daemon=True)
     service.books.start()
-    service.bookkeeping.put(("folder", "result"))
+    service.bookkeeping.put(("folder", "result", "folder"))
     assert not service.idle()
     service.close()
     assert published.read_text() == "1 published"

@@ -183,7 +183,7 @@ def _result(points: float, submitted: datetime.datetime, status: Status = Status
 class Term:
     """One learner's term against the service: submit, let the stood-in kernel return a result, publish."""
 
-    def __init__(self, tmp_path: Path, monkeypatch, due: datetime.datetime):
+    def __init__(self, tmp_path: Path, monkeypatch, due: datetime.datetime, counts: str = "best"):
         from nbgrader.api import Gradebook as Book
 
         monkeypatch.setattr(app, "Pool", RecordingPool)
@@ -193,7 +193,7 @@ class Term:
         with Book(self.url) as book:  # `nbgrader db assignment add sharded_step --duedate=...`
             book.update_or_create_assignment(ASSIGNMENT, duedate=due)
         self.exchange = tmp_path / "exchange"
-        options = app.Options(exchange=self.exchange, course_id="course", out=self.out, policy=Policy(5), port=None,
+        options = app.Options(exchange=self.exchange, course_id="course", out=self.out, policy=Policy(5, counts=counts), port=None,
                               gradebook=self.url)
         self.service = app.Service(Course.default(), options, Settings(out=self.out))
         self.tmp = tmp_path
@@ -281,6 +281,7 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     assert "This attempt is the one that counts now: 10 / 11 autograded points" in page
     assert f"Your written answer ({WRITTEN}) is not the one your instructor graded by hand" in page
     assert f"python -m grader appeal {ASSIGNMENT} test-loss-and-gradient --reason" in page  # how to ask, when a test lost points
+    assert '"ask for a regrade" beside this submission' in page  # ... and where, in the Assignment List
     assert _hand(term.url, None, student=term.student) == (None, "", True)
     assert term.row()["total_score"] == "" and term.row()["manual_score"] == ""  # 0.5 is not carried over
 
@@ -372,6 +373,26 @@ def _ask(port: int, method: str, path: str, body: dict | None = None, uid: int |
     os.waitpid(child, 0)
     code, data = json.loads(text)
     return code, data
+
+
+def test_under_last_an_earlier_attempts_answers_submitted_again_count_with_its_time(tmp_path, monkeypatch):
+    """``--counts last``: an on-time attempt (9 of 11), another answer (5), then the first answers again after the
+    due date. The first attempt counts again, on every page and in the gradebook: its points (graded again, with the
+    tests as they are now) and its time (no late penalty), not the middle attempt's 5 and not a late copy's penalty."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
+    due = now + datetime.timedelta(hours=1)
+    term = Term(tmp_path, monkeypatch, due, counts="last")
+    first, other = "The mean of means is off.", "Each device must divide by the global count."
+    term.submit(first, _result(9.0, now))
+    assert "This attempt is the one that counts now: 5 / 11" in term.submit(other, _result(5.0, now))
+    assert term.row()["score"] == "5"
+    monkeypatch.setattr(app.time, "time", lambda: (due - datetime.datetime(1970, 1, 1)).total_seconds() + 16 * 60)
+    page = term.submit(first, _result(9.0, due + datetime.timedelta(minutes=16)))
+    assert "The one that counts now is your attempt of" in page and ": 9 / 11 autograded points" in page, page[-1500:]
+    row = term.row()
+    assert (row["score"], row["late_penalty"]) == ("9", "0"), row  # before: 5 stayed in the gradebook
+    graded = json.loads(Gradebook(term.out).autograded_path(term.student, ASSIGNMENT, NOTEBOOK).read_text())
+    assert any(first in "".join(c["source"]) for c in graded["cells"])  # the answers that count, for formgrader
 
 
 def test_an_appeal_is_in_the_name_of_the_account_that_connects_bounded_and_limited(tmp_path):

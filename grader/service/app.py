@@ -33,8 +33,8 @@ from grader.layout import Course
 from grader.results import NotebookResult
 from grader.submission import history
 from grader.service import exchange, pages
-from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, content_digest,
-                                    counting, decide)
+from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
+                                     content_digest, counting, decide)
 from grader.service.routes import Server, handler
 from grader.service.pool import Pool, Task
 from grader.submission.gradebook import Gradebook, path_part
@@ -146,8 +146,7 @@ class Service:
                 self._over_limit(arrival, now, decision, secret, notebook)
                 return True
             number = len(self.ledger.attempts(*key)) + len(self.pending[key])
-            folder = (self.state / "attempts" / path_part(arrival.student_id) / path_part(arrival.assignment_id)
-                      / f"{number:03d}-{path_part(arrival.name)[:40]}")
+            folder = attempt_folder(self.state, arrival.student_id, arrival.assignment_id, arrival.name, number)
             submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
             shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
             # Due dates: the later of the learner's time and the service's own, so an edited timestamp.txt (or folder
@@ -218,21 +217,24 @@ class Service:
             self.finishing += 1  # idle only once its page is out and its result queued for the gradebook
             attempts = self.ledger.add(*key, attempt)
             counted = counting(self.options.policy, attempts)
+            before = counting(self.options.policy, attempts[:-1])
         history.append(self.options.out, *key, "attempt", f"submitted {arrival.timestamp}"
                        + ("" if graded else f": not graded ({attempt.message or attempt.status})"),
                        number=len(attempts), status=attempt.status, score=attempt.score, max_score=attempt.max_score,
                        penalty=attempt.penalty, content=attempt.content[:16], counts=counted is attempt,
                        rule=self.options.policy.counts)
         try:
-            self._release(arrival, secret, folder, result, note, attempt, attempts, counted, late_lines)
+            self._release(arrival, secret, folder, result, note, attempt, attempts, counted, late_lines,
+                          again=counted is not before and counted is not attempt)
         finally:
             with self.lock:
                 self.finishing -= 1
 
     def _release(self, arrival, secret, folder, result, note, attempt: Attempt, attempts, counted,
-                 late_lines: list[str]) -> None:
+                 late_lines: list[str], again: bool = False) -> None:
         """The learner's feedback page for ``attempt`` (of ``attempts``; ``counted``: the one that counts now), and
-        the counting result queued for the gradebook."""
+        the counting result queued for the gradebook. ``again``: an earlier attempt counts again (``last``: this one
+        repeats its answers after a different one counted)."""
         notebook = Path(notebook_name(arrival.assignment_id)).stem
         arrived, graded = attempt.arrived, attempt.graded
         policy = self.options.policy
@@ -274,11 +276,14 @@ class Service:
                         [] if attempt.status in UNREADABLE else ["The grader wrote no feedback page for this submission."])
         exchange.release(self.options.exchange, self.options.course_id, secret, notebook, pages.with_banner(text, lines))
         self.counts["graded" if graded else "not_graded"] += 1
-        if counted is attempt and result is not None:
+        if (counted is attempt or again) and result is not None and graded:
             submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
             if submitted.is_dir():  # for nbgrader's release_feedback (formgrader's button), after hand grading
                 (submitted / "submission_secret.txt").write_text(secret, encoding="utf-8")
-            self.bookkeeping.put((folder, result))
+            # Again: this attempt's grading (the same answers, graded with the tests as they are now) goes into the
+            # gradebook in place of the one that counted before, with the earlier attempt's time, as it counts.
+            stamped = attempt_folder(self.state, student, assignment, counted.name) if again else folder
+            self.bookkeeping.put((folder, result, stamped or folder))
         print(f"serve: {arrival.student_id}/{arrival.assignment_id}: "
               f"{attempt.status} {'-' if attempt.score is None else f'{attempt.score:g}'}/"
               f"{'-' if attempt.max_score is None else f'{attempt.max_score:g}'}, feedback released "
@@ -324,9 +329,11 @@ class Service:
             if stop:
                 return
 
-    def publish(self, items: list[tuple[Path, NotebookResult]]) -> None:
+    def publish(self, items: list[tuple[Path, NotebookResult, Path]]) -> None:
+        """Each counting attempt's files into the course's ``autograded/``, ``feedback/`` and results; its
+        ``timestamp.txt`` (the time the late penalty is decided on) from the third folder of its item."""
         book = Gradebook(self.options.out)
-        for folder, result in items:
+        for folder, result, stamped in items:
             attempt = Gradebook(folder)
             for where in ("result_path", "autograded_path", "feedback_path"):
                 source = getattr(attempt, where)(result.student_id, result.assignment_id, result.notebook)
@@ -336,11 +343,11 @@ class Service:
                     shutil.copyfile(source, target)
             # nbgrader's release_feedback (formgrader's Release Feedback) sends an updated page (hand grades, the
             # late penalty recomputed) to the learner under the same name: it reads these two beside the page.
-            submitted = folder / "submitted" / result.student_id / result.assignment_id
             beside = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent
-            for name in ("timestamp.txt", "submission_secret.txt"):
-                if (submitted / name).is_file() and not (submitted / name).is_symlink() and beside.is_dir():
-                    shutil.copyfile(submitted / name, beside / name)
+            for name, where in (("timestamp.txt", stamped), ("submission_secret.txt", folder)):
+                source = where / "submitted" / result.student_id / result.assignment_id / name
+                if source.is_file() and not source.is_symlink() and beside.is_dir():
+                    shutil.copyfile(source, beside / name)
         if self.options.gradebook:
             from grader.nbgrader_adapter.db import export_grades
 
@@ -348,16 +355,16 @@ class Service:
 
             settled: dict = {}
             with tempfile.TemporaryDirectory() as stamps:  # each attempt's timestamp.txt and graded notebook, where
-                for folder, result in items:                # export_grades reads them
+                for folder, result, stamped in items:       # export_grades reads them
                     where = Path(stamps) / result.student_id / result.assignment_id
                     where.mkdir(parents=True, exist_ok=True)
-                    stamp = folder / "submitted" / result.student_id / result.assignment_id / "timestamp.txt"
+                    stamp = stamped / "submitted" / result.student_id / result.assignment_id / "timestamp.txt"
                     if stamp.is_file() and not stamp.is_symlink():
                         shutil.copyfile(stamp, where / "timestamp.txt")
                     graded = Gradebook(folder).autograded_path(result.student_id, result.assignment_id, result.notebook)
                     if graded.is_file() and not graded.is_symlink():  # the answers as formgrader shows them
                         shutil.copyfile(graded, where / result.notebook)
-                export_grades(self.options.gradebook, self.course, [r for _, r in items], Path(stamps),
+                export_grades(self.options.gradebook, self.course, [r for _, r, _ in items], Path(stamps),
                               out=self.options.out, settled=settled)
             for (student, assignment, notebook), changes in settled.items():
                 for change in changes:

@@ -24,6 +24,7 @@ decision costs the same however many came before.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -78,6 +79,15 @@ class Attempt:
     def value(self) -> float:
         """The autograded points after this attempt's own late penalty (what ``best`` compares)."""
         return round((self.score or 0.0) - self.penalty, 6)
+
+
+def attempt_folder(state: Path, student: str, assignment: str, name: str, number: int | None = None) -> Path | None:
+    """Where an attempt is graded and kept: ``{state}/attempts/{student}/{assignment}/{number:03d}-{name}`` (``name``:
+    the inbound folder's). Without ``number``, the folder of an earlier attempt of that name (None if gone)."""
+    place = state / "attempts" / path_part(student) / path_part(assignment)
+    if number is not None:
+        return place / f"{number:03d}-{path_part(name)[:40]}"
+    return next(iter(sorted(place.glob(f"[0-9][0-9][0-9]-{glob.escape(path_part(name)[:40])}"))), None)
 
 
 def content_digest(notebook: Path) -> str:
