@@ -193,7 +193,16 @@ def test_a_class_on_jupyterhub_in_the_browser():
         assert cells["blake"]["total"] == "after hand grading"
         assert staff["notice"] and {c["autograde"] for c in cells.values()} == {"graded at Submit"}
         # formgrader's Autograde runs as the instructor, who cannot seal kernels: it refuses and changes nothing
-        _as_instructor(str(VENV_BIN / "nbgrader"), "collect", ASSIGNMENT)  # the submissions, where Autograde reads
+        # formgrader's Collect (nbgrader collect) refuses too, copying nothing: the service collected at Submit, and a
+        # collected copy would mark the graded work "needs autograding"
+        collect = [str(VENV_BIN / "nbgrader"), "collect", ASSIGNMENT]
+        said = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
+                               "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8", *collect], cwd=COURSE,
+                              capture_output=True, text=True, timeout=300)
+        assert said.returncode != 0 and "the grading service collects and grades every submission" in said.stderr, said
+        assert not list((COURSE / "samples" / "submitted").glob(f"*/{ASSIGNMENT}"))
+        # nbgrader's own collect, by hand: the submissions where Autograde reads
+        _as_instructor(*collect, "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect")
         before = (COURSE / "grades.csv").read_bytes()
         refused = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
                                   "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8",

@@ -200,8 +200,10 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
     (paths.course / "nbgrader_config.py").write_text(
         config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n"
-        # formgrader runs as the instructor, who cannot seal kernels: its Autograde refuses (the service grades)
-        "c.ProjectAutograde.sealed_only = True\n",
+        # formgrader runs as the instructor, who cannot seal kernels: its Autograde refuses (the service grades), and
+        # its Collect (the service collects; a collected copy would mark graded work "needs autograding")
+        "c.ProjectAutograde.sealed_only = True\n"
+        "c.ExchangeFactory.collect = 'grader.nbgrader_adapter.plugins.ServiceCollect'\n",
         encoding="utf-8")
     # The instructor's server starts in its home, not the course root: this loads the course's configuration.
     hub = paths.course / "lab" / "hub"

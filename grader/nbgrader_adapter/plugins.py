@@ -235,3 +235,25 @@ class ProjectFeedback(Exporter):
                 f"{ids['student']}/{ids['assignment']} has no result from the course's grader: press Autograde "
                 "(or run `python -m grader grade`) first")
         return page, resources
+
+
+from nbgrader.exchange.abc.exchange import ExchangeError  # noqa: E402
+from nbgrader.exchange.default.collect import ExchangeCollect  # noqa: E402
+
+
+class ServiceCollect(ExchangeCollect):
+    """nbgrader's collect (formgrader's Collect button, ``nbgrader collect``) on the hub, where the grading service
+    collects: it refuses, copying nothing, and says why.
+
+    The service takes every submission from the exchange as it arrives, grades it as root and publishes the attempt
+    that counts (its notebook as graded, its time) into the gradebook, where formgrader lists it. A collect would copy
+    the learner's latest upload, with the learner's own timestamp, beside it: formgrader would then mark the
+    submission "needs autograding" (the collected time is not the graded one), and its Autograde cannot grade here
+    (``IntakeGuard``). ``grader hub`` makes it ``ExchangeFactory.collect`` in the course's configuration."""
+
+    def init_src(self):
+        said = ("nothing collected: on this course the grading service collects and grades every submission at "
+                "Submit; formgrader already lists the attempt that counts for each learner, and each learner's every "
+                "attempt is in `python -m grader history STUDENT` (docs/how-to/run-a-class-on-jupyterhub.md)")
+        self.log.error(said)
+        raise ExchangeError(said)
