@@ -101,6 +101,28 @@ def test_rebuild_restores_edited_locked_cells_and_keeps_added_code(course):
     assert "BEGIN HIDDEN TESTS" in hidden.source
 
 
+def test_a_test_cell_of_an_earlier_release_is_restored_without_a_tampering_flag(course):
+    """The instructor changed a test cell after a learner fetched: the learner's copy holds the earlier release's
+    cell (its nbgrader checksum intact), which is restored from the course but is not tampering; the same cell
+    edited by the learner (the checksum no longer matches) is."""
+    from nbgrader.utils import compute_checksum
+
+    source = nbformat.read(course.source_notebook("sharded_step"), as_version=4)
+    release = nbformat.read(course.release_notebook("sharded_step"), as_version=4)
+    earlier = nbformat.read(course.release_notebook("sharded_step"), as_version=4)
+    test = next(c for c in earlier.cells if c.get("id") == "test-ten-steps")
+    assert "loss's gradient at those weights" in test.source
+    test.source = test.source.replace("loss's gradient at those weights", "weights it was given")
+    test.metadata.nbgrader.checksum = compute_checksum(test)  # as nbgrader's generate wrote the earlier release
+    rebuilt, tampering = restore.rebuild(source, release, earlier)
+    assert tampering == []
+    restored = next(c for c in rebuilt.cells if c.get("id") == "test-ten-steps")
+    assert "loss's gradient at those weights" in restored.source
+    test.source += "\nassert True  # edited by the learner"
+    _, tampering = restore.rebuild(source, release, earlier)
+    assert tampering == ["cell test-ten-steps was edited; restored from the course"]
+
+
 def test_scan_flags_monkeypatching_and_leaves_honest_code_alone():
     flags = scan.flags_for("c", "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None\n")
     assert flags and "monkeypatching" in flags[0]

@@ -60,6 +60,20 @@ def _index(nb) -> tuple[dict[str, list], dict[str, object]]:
     return by_grade, by_id
 
 
+def _as_released(cell) -> bool:
+    """Whether a locked cell is exactly as a release of the course wrote it: nbgrader's checksum of its source and
+    graded fields, which nbgrader's generate stores in it and its Validate checks, still matches. A learner who
+    fetched before the instructor changed a test submits that release's cell; it is restored like any other, but
+    was not edited. (A learner who edits a cell and recomputes its checksum escapes the flag, not the restoring.)"""
+    from nbgrader.utils import compute_checksum
+
+    recorded = cell.get("metadata", {}).get("nbgrader", {}).get("checksum")
+    try:
+        return isinstance(recorded, str) and recorded == compute_checksum(cell)
+    except Exception:  # noqa: BLE001 - a cell whose metadata nbgrader cannot read is no release's
+        return False
+
+
 def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str]]:
     """(notebook to execute, tampering notes)."""
     tampering: list[str] = []
@@ -111,7 +125,7 @@ def rebuild(source, release, submitted) -> tuple[nbformat.NotebookNode, list[str
             ours = released.get(gid, [cell])[0]
             if not theirs:
                 tampering.append(f"cell {gid} was deleted; restored from the course")
-            else:
+            elif not _as_released(theirs[0]):  # an earlier release's cell (a test fixed since) is no tampering
                 if _norm(theirs[0].source) != _norm(ours.source):
                     tampering.append(f"cell {gid} was edited; restored from the course")
                 if _graded_fields(theirs[0]) != _graded_fields(ours):
