@@ -1,4 +1,5 @@
-"""Which visible check of a test cell failed: the instructor's own assertion, quoted from the course's source.
+"""Which visible check of a test cell failed: the instructor's own assertion message, quoted from the course's source
+(an assertion without one is named by the value it checks: its code is never shown).
 
 Shared vocabulary: the grader's feedback (``grader.submission.pipeline``), Validate's diagnoses in the service and
 the learner's own Validate without a service (``grader.learner``, which may import nothing that judges) all quote
@@ -57,12 +58,23 @@ def visible_check(source: str, error: dict) -> str | None:
         elif isinstance(message, ast.JoinedStr):  # an f-string: its literal parts, placeholders named
             said = "".join(v.value if isinstance(v, ast.Constant) else "<" + ast.unparse(v.value) + ">"
                            for v in message.values)
-        else:
-            said = ast.get_source_segment(visible, node) or ""
+        else:  # no message: the value it checks, by name, never the check's code
+            checked = _checked_name(node)
+            return f"the visible check of {checked} failed" if checked else "a visible check failed"
         said = " ".join(said.split())
         if len(said) > SHOWN_CHECK_CHARS:
             said = said[:SHOWN_CHECK_CHARS - 3] + "..."
         return f"the visible check failed: {said}"
+    return None
+
+
+def _checked_name(node: ast.stmt) -> str | None:
+    """The variable an assertion without a message checks: the first name in its test (``assert x == 1``) or its
+    first argument (``np.testing.assert_allclose(np.asarray(x), ...)``)."""
+    first = node.test if isinstance(node, ast.Assert) else (node.value.args[0] if node.value.args else None)
+    for part in ast.walk(first) if first is not None else ():
+        if isinstance(part, ast.Name) and part.id not in ("np", "jnp", "jax", "all", "any", "len", "float", "int"):
+            return part.id
     return None
 
 

@@ -20,7 +20,7 @@ from grader.classroom import class_data, class_page
 from grader.results import NotebookResult, Status
 from grader.results import TestResult as Judged
 from grader.submission.gradebook import Gradebook
-from grader.submission.judge import NOT_REACHED
+from grader.submission.judge import NOT_CHECKED, NOT_REACHED
 from test_browser import ARTIFACTS, BROWSER, ROOT, _setup_browser
 
 HOSTILE = ["<img src=x onerror=alert(1) data-pwned>", "\"><svg onload=alert(2) data-pwned>", "=HYPERLINK(\"x\")",
@@ -68,7 +68,7 @@ def test_the_report_of_the_class_with_every_status_counts_what_results_json_says
             for t in r["tests"]:
                 graded_n[(r["assignment_id"], t["grade_id"])] += 1
                 passed[(r["assignment_id"], t["grade_id"])] += t["passed"]
-                unreached[(r["assignment_id"], t["grade_id"])] += (not t["passed"]) and NOT_REACHED in t["message"]
+                unreached[(r["assignment_id"], t["grade_id"])] += (not t["passed"]) and NOT_CHECKED in t["message"]
     rows = _table(seen, "notebook", "test")
     assert {(a, g): p for a, g, _, p, *_ in rows} == {k: f"{passed[k]}/{graded_n[k]}" for k in graded_n}
     rates = [passed[(a, g)] / graded_n[(a, g)] for a, g, *_ in rows]
@@ -78,7 +78,7 @@ def test_the_report_of_the_class_with_every_status_counts_what_results_json_says
     for r in results:
         if r["status"] == "graded":
             for t in r["tests"]:
-                if not t["passed"] and NOT_REACHED not in t["message"]:
+                if not t["passed"] and NOT_CHECKED not in t["message"]:
                     mistakes[(r["assignment_id"], t["grade_id"], t["message"])] += 1
     shown = {(row[1], row[2], row[3]): int(row[0]) for row in _table(seen, "learners", "notebook") if len(row) == 5}
     assert shown == dict(mistakes)

@@ -95,7 +95,7 @@ def _error(line: int, ename: str = "AssertionError", evalue: str = "ACTUAL: 3.0 
 def test_visible_check_quotes_the_instructors_assertion_never_the_kernels_text():
     assert visible_check(SOURCE, _error(2)) == "the visible check failed: the initial loss should be 4.875"
     assert visible_check(SOURCE, _error(4)) == "the visible check failed: <name> should be replicated"
-    assert visible_check(SOURCE, _error(6)) == "the visible check failed: np.testing.assert_allclose(g, [1, 2])"
+    assert visible_check(SOURCE, _error(6)) == "the visible check of g failed"  # no message: never its code
     assert visible_check(SOURCE, _error(1)) is None  # not an assertion
     assert visible_check(SOURCE, _error(5)) is None  # a bare function call is not np.testing
     assert visible_check(SOURCE, _error(8)) is None  # a hidden line is never quoted
@@ -104,6 +104,31 @@ def test_visible_check_quotes_the_instructors_assertion_never_the_kernels_text()
     assert visible_check(SOURCE, {"ename": "AssertionError", "traceback": "not a list"}) is None
     for line in range(1, 12):
         assert "90201" not in str(visible_check(SOURCE, _error(line)))
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_visible_check_of_the_course_says_what_it_checks(course, assignment):
+    """Each assertion before a test cell's hidden block carries a message in the lesson's words, which is what a
+    learner reads when it fails (the check's code is never shown)."""
+    import ast
+
+    import nbformat
+
+    from grader import cells
+    from grader.visible_checks import _HIDDEN_BEGIN, _is_testing_assert
+
+    silent = []
+    for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells:
+        if not cells.is_autograded_test(cell):
+            continue
+        hidden = _HIDDEN_BEGIN.search(cell.source)
+        visible = cell.source[:hidden.start()] if hidden else cell.source
+        for node in ast.walk(ast.parse(visible)):
+            if isinstance(node, ast.Assert) and node.msg is None or (
+                    isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                    and _is_testing_assert(node.value.func) and not any(k.arg == "err_msg" for k in node.value.keywords)):
+                silent.append(f"{cells.grade_id(cell)}: {ast.get_source_segment(visible, node)[:80]}")
+    assert not silent, silent
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -268,3 +293,28 @@ def test_a_step_without_jax_jit_is_told_from_every_way_of_jitting_one():
     assert done.stdout.splitlines() == ["plain op by op", "jitted one program", "global one program",
                                         "closure one program", "in the call one program", "partial one program",
                                         "numpy not traced"], done.stdout
+
+
+def test_a_raised_cell_is_said_in_the_lessons_terms_and_the_kernels_text_never_shown():
+    """``grader.raised``: the kernel's error only selects the course's sentence; a learner's own exception class is
+    never named; a value never recorded because a cell raised is counted with the unreached ones (NOT_CHECKED)."""
+    from grader import raised
+    from grader.submission.judge import NOT_CHECKED
+
+    untiled = {"ename": "ValueError", "evalue": "reduce_scatter operand scatter dimension size 8 must match shard "
+               "count 4", "traceback": []}
+    assert raised.raised(untiled).startswith("raised ValueError (psum_scatter over `data` needs `tiled=True` here")
+    forged = {"ename": "SeedNinety0204", "evalue": "<script>hidden 90204", "traceback": ["<b>90204</b>"]}
+    assert raised.raised(forged) == "raised an exception"
+    assert raised.raised({"ename": "NameError", "evalue": "unbound axis name: batch"}).startswith(
+        "raised NameError (a collective")
+    cells = [{"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "collectives", "solution": True}},
+              "outputs": [{"output_type": "error", **untiled}]},
+             {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "test-x", "grade": True, "points": 1}},
+              "outputs": []}]
+    before = raised.first_raised_before(cells, "test-x")
+    assert before == ("`collectives`", cells[0]["outputs"][0])
+    said = raised.not_recorded(forged, before)
+    assert said.startswith(NOT_CHECKED) and "the cell `collectives` above raised ValueError" in said
+    assert raised.not_recorded(untiled, None).startswith(NOT_CHECKED + "this test's cell raised ValueError")
+    assert raised.not_recorded(None, None) is None

@@ -27,6 +27,8 @@ def test_scenario_grades_as_stated(graded, case):
     assert failed == expected, f"{case.id}: lost {sorted(failed)}, expected {sorted(expected)}: {messages}"
     for text in case.scenario.expect_message:  # the feedback names the mistake
         assert any(text in message for message in messages.values()), f"{case.id}: no message says {text!r}: {messages}"
+    for text in case.scenario.expect_no_message:  # ... and names no mistake that is not the cause
+        assert not any(text in message for message in messages.values()), f"{case.id}: a message says {text!r}: {messages}"
     # A test judged in parts scores the points of the parts that passed (header `expect-points: GRADE_ID=POINTS ...`).
     partial = {gid: float(points) for gid, points in
                (item.split("=", 1) for item in case.scenario.headers.get("expect-points", "").split())}

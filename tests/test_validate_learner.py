@@ -227,7 +227,7 @@ def test_the_learners_extension_loads_nothing_that_judges():
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                        cwd=ROOT).stdout.replace("'", '"'))
     assert set(loaded) <= {"grader.cells", "grader.visible_checks", "grader.learner", "grader.learner.handlers",
-                           "grader.learner.report", "grader.learner.regrade"}, loaded
+                           "grader.learner.report", "grader.learner.regrade", "grader.raised"}, loaded
 
 
 # ---------------------------------------------------------------- the learner's server, over its REST route
@@ -342,11 +342,14 @@ def test_unsolved_todos_and_other_failing_cells_are_named_first():
         elif gid in ("verify", "permutation"):
             cell.outputs = [error("NameError")]
     problems = report.cell_errors(notebook)
-    assert problems == {"unsolved": ["train step", "transfer"], "other_errors": ["verify", "permutation"]}
+    assert problems == {"unsolved": ["train step", "transfer"], "other_errors": ["verify", "permutation"],
+                        "first_error": "verify raised NameError (a name it uses is not defined: did the cell that "
+                                       "defines it run, without an error, before this one?)"}
     lines = report.dialog(_tests(), None, "none answered", manual=1, problems=problems)["summary"].splitlines()
     assert lines[1].startswith("Not solved yet: the TODO cells train step and transfer still raise "
                                "NotImplementedError")
     assert lines[2] == ("2 other cells of the notebook raised an error: verify and permutation (the error is shown "
-                        "under each cell when you run the notebook).")
+                        "under each cell when you run the notebook). The first: verify raised NameError (a name it "
+                        "uses is not defined: did the cell that defines it run, without an error, before this one?).")
     assert report.cell_errors(nbformat.read(COURSE.release_notebook("sharded_step"), as_version=4)) == {
-        "unsolved": [], "other_errors": []}  # a notebook that did not run has nothing to say
+        "unsolved": [], "other_errors": [], "first_error": None}  # a notebook that did not run has nothing to say

@@ -126,6 +126,37 @@ def test_the_instructors_visible_assertion_is_quoted_when_the_cell_raised():
     assert "the initial loss should be 39/8 = 4.875" in message and "ACTUAL" not in message and "19.5" not in message
 
 
+
+UNTILED = {"ename": "ValueError", "traceback": [
+    "\x1b[31mValueError\x1b[39m: reduce_scatter operand scatter dimension size 8 must match shard count 4",
+    "Cell In[31], line 1"]}
+
+
+def test_a_cell_that_raised_is_said_in_the_lessons_terms_never_as_a_stopped_notebook():
+    """An untiled psum_scatter: JAX raises while the test cell calls shard_gradient, nothing is recorded. Validate
+    says the cell raised and that psum_scatter needs tiled=True; a class of the learner's own, named after
+    anything, is never named, and the kernel's text never shown."""
+    _, answer = ask("collectives", [{"grade_id": "test-reduce-scatter", "records": [], "error": UNTILED}])
+    message = by_id(answer)["test-reduce-scatter"]["message"]
+    assert "raised ValueError (psum_scatter over `data` needs `tiled=True` here" in message, message
+    assert "notebook stopped" not in message and "shard count" not in message
+    forged = {"ename": "Secret90303Error", "traceback": ["Secret90303Error: hidden line", "Cell In[3], line 1"]}
+    _, answer = ask("collectives", [{"grade_id": "test-reduce-scatter", "records": [], "error": forged}])
+    message = by_id(answer)["test-reduce-scatter"]["message"]
+    assert "raised an exception before it could record it" in message and "Secret" not in message, message
+
+
+@pytest.mark.parametrize("assignment", ["sharded_step", "local_mean_diagnosis", "collectives"])
+def test_validate_never_passes_a_test_whose_visible_values_were_not_recorded(assignment):
+    """Every test whose cell records visible values fails Validate when none were recorded: a judge that reads a
+    hidden record first would stop there and say the visible checks pass (test-ten-steps did)."""
+    rubric = load_rubric(COURSE.rubric(assignment))
+    known, _ = validation.test_cells(COURSE, assignment)
+    for gid, cell in known.items():
+        if (cell.keys or cell.patterns) and not set(cell.keys) <= rubric.after_submit:
+            said, message, _ = validation.verdict(rubric, cell, [], None)
+            assert said == "fails" and "not checked" in message, (gid, said, message)
+
 # ---------------------------------------------------------------- nothing beyond the visible checks
 
 @pytest.mark.parametrize("assignment", ["sharded_step", "collectives"])

@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from grader.results import NotebookResult, Status
-from grader.submission.judge import NOT_REACHED
+from grader.submission.judge import NOT_CHECKED
 
 Key = tuple[str, str, str]  # (student, assignment, notebook)
 STOPPED = "the notebook stopped before this test (an unfinished TODO or an earlier error)"
@@ -139,7 +139,7 @@ def summarize(results: list[NotebookResult], manual: dict[Key, float | None] | N
                     entry["passed"] += t.passed
                     entry["scored"] += t.points
                     if not t.passed:
-                        said = STOPPED if NOT_REACHED in t.message else t.message
+                        said = STOPPED if NOT_CHECKED in t.message else t.message
                         mistakes.setdefault((assignment, t.grade_id, said), []).append(key)
             summary.rows.append({"student": r.student_id, "assignment": assignment, "notebook": notebook,
                                  "status": r.status.value, "autograded": r.reported_score, "max": r.max_score,

@@ -15,7 +15,8 @@ scenario under this file's name), ``filename`` (submit under another name), ``de
 ``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
 notebooks; ``requires`` names a capability a test must prove first;
 ``expect-status`` may list several acceptable statuses; each ``expect-message``
-line is a text the failed tests' messages must contain (the mistake named).
+line is a text the failed tests' messages must contain (the mistake named), each
+``expect-no-message`` one none of them may contain (a mistake that is not the cause).
 
 ``base`` picks the starting notebook: the instructor's solutions (hidden
 tests removed, like a learner's copy) or the generated student notebook.
@@ -47,6 +48,7 @@ class Scenario:
     expect_fail: list[str] = field(default_factory=list)
     expect_status: str = "graded"
     expect_message: list[str] = field(default_factory=list)
+    expect_no_message: list[str] = field(default_factory=list)
     replace: dict[str, str] = field(default_factory=dict)
     appended: list[tuple[str | None, str]] = field(default_factory=list)
     raw: str | None = None
@@ -92,6 +94,8 @@ def parse(path: Path) -> Scenario:
                     scenario.expect_status = value
                 elif key == "expect-message":
                     scenario.expect_message.append(value)
+                elif key == "expect-no-message":
+                    scenario.expect_no_message.append(value)
                 elif key == "filename":
                     scenario.filename = value
             continue

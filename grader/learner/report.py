@@ -16,7 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from grader import cells
+from grader import cells, raised
 from grader.visible_checks import visible_check
 
 MIME_TYPE = "application/vnd.jax-course.record+json"
@@ -80,7 +80,7 @@ def _listed(names: list[str]) -> str:
 def cell_errors(notebook) -> dict:
     """The TODO cells that still raise ``NotImplementedError`` (not solved yet), and the other code cells, not
     tests, that raised an error: what a learner must fix first, since the tests after them fail because of it."""
-    unsolved, others = [], []
+    unsolved, others, meaning = [], [], None
     for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code" or cells.is_autograded_test(cell):
             continue
@@ -92,7 +92,8 @@ def cell_errors(notebook) -> dict:
             unsolved.append(_cell_name(cell, index))
         else:
             others.append(_cell_name(cell, index))
-    return {"unsolved": unsolved, "other_errors": others}
+            meaning = meaning or (raised.meaning(error) and f"{others[-1]} {raised.raised(error)}")
+    return {"unsolved": unsolved, "other_errors": others, "first_error": meaning}
 
 
 def _cell_lines(problems: dict | None) -> list[str]:
@@ -105,7 +106,8 @@ def _cell_lines(problems: dict | None) -> list[str]:
     if problems and problems.get("other_errors"):
         names = problems["other_errors"]
         lines.append(f"{len(names)} other cell{'s' if len(names) > 1 else ''} of the notebook raised an error: "
-                     f"{_listed(names)} (the error is shown under each cell when you run the notebook).")
+                     f"{_listed(names)} (the error is shown under each cell when you run the notebook)."
+                     + (f" The first: {problems['first_error']}." if problems.get("first_error") else ""))
     return lines
 
 
@@ -177,9 +179,8 @@ def _local(test: dict) -> dict:
         return {"verdict": "fails", "message": "did not run: the notebook stopped before this test"}
     if test["error"] is None:
         return {"verdict": "visible_pass", "message": "the visible assertions pass"}
-    name = test["error"]["ename"]
     said = visible_check(test["source"], test["error"])
-    return {"verdict": "fails", "message": said or f"the test cell raised {name if name.isidentifier() else 'an error'}"}
+    return {"verdict": "fails", "message": said or f"the test cell {raised.raised(test['error'])}"}
 
 
 def dialog(tests: list[dict], service: dict | None, why_not: str, manual: int, problems: dict | None = None) -> dict:

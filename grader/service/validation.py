@@ -21,7 +21,6 @@ holds fixed sentences, the grader's messages about visible records, and the inst
 from __future__ import annotations
 
 import ast
-import builtins
 import contextlib
 import json
 import re
@@ -31,10 +30,10 @@ from dataclasses import dataclass
 
 import nbformat
 
-from grader import cells
+from grader import cells, raised
 from grader.cells import HIDDEN
 from grader.layout import Course
-from grader.submission.judge import Evidence, Mismatch, Rubric, load_rubric
+from grader.submission.judge import NOT_REACHED, Evidence, Mismatch, Rubric, load_rubric
 from grader.submission.records import MIME_TYPE, records_of_cell
 from grader.visible_checks import visible_check
 
@@ -255,13 +254,12 @@ def verdict(rubric: Rubric, cell: TestCell, records: list, error: dict | None) -
         failures = evidence.failed_before
     failure = "; ".join(failures) if failures else None
     if failure is None and error is not None:  # the cell's own visible assertion failed: the instructor's words
-        check = visible_check(cell.visible_source, error)
-        name = error.get("ename")
-        failure = check or ("the test cell raised " + (name if isinstance(getattr(builtins, str(name), None), type)
-                                                       else "an exception"))
+        failure = visible_check(cell.visible_source, error) or f"the test cell {raised.raised(error)}"
     elif failure is not None and error is not None:
         check = visible_check(cell.visible_source, error)
         failure = f"{failure}; {check}" if check else failure
+        # raised is not stopped: a value the cell never recorded because it raised says so, in the lesson's terms
+        failure = failure.replace(NOT_REACHED, raised.not_recorded(error, None))
     stops = evidence.part_stops + ([evidence.stopped] if evidence.stopped else [])
     why = stops[0].why if stops else None
     if failure is not None:

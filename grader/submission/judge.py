@@ -1,18 +1,14 @@
 """Judge recorded values against references computed here, in the grader.
 
-An assignment's ``source/<assignment>/rubric.py`` builds a ``Rubric`` and
-registers one judge per autograded test cell (by nbgrader ``grade_id``). A
-judge receives the cell's ``Evidence`` and calls its checks; the first failed
-check raises ``Mismatch`` with a message for the learner that never contains
-the reference values. Where the lesson's rubric separates skills inside one
-test, the judge checks each in ``with e.part("the loss", points=1): ...``: a
-``Mismatch`` there fails that part only, judging goes on with the next part,
-and the test scores the points of the parts that passed (which must add up to
-the cell's points). Messages name values in the lesson's words (the rubric's
-``names``, or a check's ``what``), never by their record keys, and when a wrong
-value matches a mistake the lesson warns about (``Mistake``: p times the
-gradient, the local instead of the global count, a transposed layout, ...) the
-message says which mistake it is.
+An assignment's ``source/<assignment>/rubric.py`` builds a ``Rubric`` and registers one judge per autograded
+test cell (by nbgrader ``grade_id``). A judge receives the cell's ``Evidence`` and calls its checks; the first
+failed check raises ``Mismatch`` with a message for the learner that never contains the reference values. Where
+the lesson's rubric separates skills inside one test, the judge checks each in ``with e.part("the loss",
+points=1): ...``: a ``Mismatch`` there fails that part only, judging goes on with the next part, and the test
+scores the points of the parts that passed (which must add up to the cell's points). Messages name values in the
+lesson's words (the rubric's ``names``, or a check's ``what``), never by their record keys, and when a wrong value
+matches a mistake the lesson warns about (``Mistake``: p times the gradient, the local instead of the global
+count, a transposed layout, ...) the message says which mistake it is.
 """
 from __future__ import annotations
 
@@ -32,8 +28,8 @@ import numpy as np
 
 from grader.programs import Program, ProgramRun
 from grader.submission.records import Recorded
-from grader.submission.mistakes import (Mistake, denominator_mistakes, diagnose, scaled, shown_dtype,  # noqa: F401
-                                        shown_shape)  # re-exported: the rubrics import them from here
+from grader.submission.mistakes import (Mismatch, Mistake, denominator_mistakes, diagnose, scaled,  # noqa: F401
+                                        shown_dtype, shown_shape, simple_ratio)  # re-exported: the rubrics import them from here
 
 
 # An HLO sharding as XLA prints a plain one ({replicated}, {devices=[4,1]<=[4]}); anything longer or with other
@@ -41,13 +37,12 @@ from grader.submission.mistakes import (Mistake, denominator_mistakes, diagnose,
 _PLAIN_SHARDING = re.compile(r"\{[a-z_]*(=\[[0-9,]{1,20}\](<=\[[0-9,]{1,12}\](T\([0-9,]{1,12}\))?)?)?( last_tile_dim_replicate)?\}")
 
 
-# What a test says of a value its cell never recorded: the notebook stopped before it (an unfinished TODO, an
-# earlier error). The class report counts these apart from the mistakes of learners who got that far.
-NOT_REACHED = ("not checked: the notebook stopped before this test could record it "
+# What a test says of a value its cell never recorded: the notebook stopped before it, or a cell raised
+# (grader.raised.not_recorded). The class report counts these apart from the mistakes of learners who got that far.
+NOT_CHECKED = "not checked: "
+NOT_REACHED = (NOT_CHECKED + "the notebook stopped before this test could record it "
                "(is every TODO above it solved and run?)")
 
-class Mismatch(AssertionError):
-    """A recorded value is missing or differs from the reference."""
 
 
 @dataclass
@@ -182,8 +177,10 @@ class Evidence:
         actual = self.values(key, expected.shape, what=what, shape_mistakes=shape_mistakes)
         if not np.allclose(actual, expected, rtol=rtol, atol=atol):
             hint = diagnose(actual, mistakes, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
+            ratio = None if hint else simple_ratio(actual, expected)  # what differs, when no mistake is the cause
             raise Mismatch(f"{self.name(key, what)}: differs from the host NumPy reference"
-                           + (f": {hint}" if hint else ""))
+                           + (f": {hint}" if hint else f": it is {ratio} the reference" if ratio else ""),
+                           named=hint is not None)
         return actual
 
     def close_to_any(self, key: str, candidates: list, *, rtol: float = 1e-5, atol: float = 1e-6,
@@ -286,7 +283,9 @@ class Evidence:
                            f"{expected.shape}")
         if not np.allclose(actual, expected, rtol=rtol, atol=atol):
             said = diagnose(actual, mistakes or [], rtol=rtol, atol=atol)
-            raise Mismatch(f"{name}: wrong on inputs it had not seen" + (f": {said}" if said else ""))
+            ratio = None if said else simple_ratio(actual, expected)
+            raise Mismatch(f"{name}: wrong on inputs it had not seen" + (
+                f": {said}" if said else f": it is {ratio} the reference" if ratio else ""), named=said is not None)
 
 
 Judge = Callable[[Evidence], None]

@@ -29,6 +29,14 @@ def shown_dtype(dtype) -> str:
     return dtype.name if dtype.fields is None and dtype.kind in "biufc" and dtype.name.isalnum() else "another dtype"
 
 
+class Mismatch(AssertionError):
+    """A recorded value is missing or differs from the reference; ``named``: the message names the lesson's mistake."""
+
+    def __init__(self, message: str = "", *, named: bool = False):
+        super().__init__(message)
+        self.named = named
+
+
 @dataclass(frozen=True)
 class Mistake:
     """A recognizable wrong value (computed by the rubric in NumPy) and what it means, in the lesson's words."""
@@ -84,3 +92,19 @@ def diagnose(actual, mistakes, *, rtol: float = 1e-4, atol: float = 1e-6) -> str
                 np.allclose(actual, wrong, rtol=rtol, atol=atol):
             found.append(mistake.says)
     return found[0] if len(set(found)) == 1 else None
+
+
+def simple_ratio(actual, expected, *, rtol: float = 1e-4, atol: float = 1e-6, most: int = 16) -> str | None:
+    """How ``actual`` compares with a non-zero ``expected`` when it is a simple multiple of it (k or 1/k times, k
+    from 2 to ``most``, either sign): "twice", "3 times", "1/2 of", "-1/4 of". A message may say it: it names the
+    difference, not a cause, and carries a few bits of the learner's value, never more. None for any other value."""
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape or not np.any(expected != 0) or not np.all(np.isfinite(actual)):
+        return None
+    for k in range(2, most + 1):
+        for sign in (1, -1):
+            if np.allclose(actual, sign * k * expected, rtol=rtol, atol=atol):
+                return ("-" if sign < 0 else "") + ("twice" if k == 2 and sign > 0 else f"{k} times")
+            if np.allclose(actual, sign * expected / k, rtol=rtol, atol=atol):
+                return f"{'-' if sign < 0 else ''}1/{k} of"
+    return None

@@ -13,7 +13,6 @@ becomes ``grader_error``, and even that is recorded.
 """
 from __future__ import annotations
 
-import builtins
 import contextlib
 import html
 import shutil
@@ -28,12 +27,12 @@ import nbformat
 
 import coursekit
 
-from grader import cells
+from grader import cells, raised
 
 from grader.submission import intake, order, restore, scan, timestamps
 from grader.submission.feedback import render
 from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
-from grader.submission.judge import Evidence, Verdict, load_rubric
+from grader.submission.judge import NOT_REACHED, Evidence, Verdict, load_rubric
 from grader.visible_checks import visible_check
 from grader.kernel.run import Execution
 from grader.sandbox.lease import leased_uid, memory_group
@@ -310,7 +309,8 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
                                       "hooks back before this test (the notebook changed the grader's reset)"))
             continue
         try:
-            verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points)
+            verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points,
+                                  raised.first_raised_before(execution.notebook.cells, gid))
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
             # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
             # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
@@ -322,7 +322,9 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
 
 
 def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
-                programs: dict[str, dict[str, ProgramRun]] | None, points: float) -> Verdict:
+                programs: dict[str, dict[str, ProgramRun]] | None, points: float,
+                before: tuple[str, dict] | None = None) -> Verdict:
+    """One test's verdict from its cell's records; ``before``: an earlier cell that raised (its name, its error)."""
     records, broken = records_of_cell(ran)
     verdict = rubric.verdict(gid, Evidence(records, broken, num_devices=num_devices,
                                            programs={**notebook_programs, **(programs or {}).get(gid, {})}), points)
@@ -339,10 +341,11 @@ def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs
         check = visible_check(str(cell.source), error) if error is not None else None
         if check:  # quoted from the course's source; the kernel's output only points at the line
             message = f"{message}; {check}"
-        if error is not None and not records:  # a learner-made exception class could be named after hidden text
-            name = error.get("ename")
-            name = name if isinstance(getattr(builtins, str(name), None), type) else "an exception"
-            message = f"{message}; the test cell raised {name}"
+        why = raised.not_recorded(error, before)  # raised is not stopped: the cell that raised, in lesson terms
+        if why is not None and NOT_REACHED in message:
+            message = message.replace(NOT_REACHED, why)
+        elif error is not None and not records:  # (a learner-made exception class is never named: raised.py)
+            message = f"{message}; the test cell {raised.raised(error)}"
     return replace(verdict, message=message)
 
 

@@ -2,6 +2,7 @@
 # base: solution
 # expect-fail: test-reduce-scatter test-lowered test-make-it-yours
 # expect-message: shard_gradient
+# expect-message: raised ValueError (psum_scatter over `data` needs `tiled=True` here
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
     residual = features @ weights - labels

@@ -1,7 +1,7 @@
 # scenario: the step keeps a velocity between calls (momentum nobody asked for): the first step is right, later ones drift
 # base: solution
 # expect-fail: test-ten-steps
-# expect-message: carry nothing else over between calls
+# expect-message: carries something else over between calls
 # %% cell train-step
 def loss(weights, features, labels):
     residual = features @ weights - labels
