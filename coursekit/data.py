@@ -60,13 +60,15 @@ def masked_tokens(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-token losses and a validity mask for a batch split by sequence into ``num_shards`` shards.
 
-    Returns ``(losses, mask)``: positive float32 losses of shape
+    Returns ``(losses, mask)``: non-negative float32 losses of shape
     ``(num_shards * seqs_per_shard, tokens)`` and a boolean mask of the same shape,
     True where the token is a target. Shard ``k`` holds sequences
     ``k * seqs_per_shard`` to ``(k + 1) * seqs_per_shard - 1``. The shards listed in
     ``empty`` (indices taken modulo ``num_shards``) hold no valid token; every other
     shard holds at least one. Valid tokens are a prefix of each sequence (padding at
-    the end), or drawn token by token with ``scatter=True``.
+    the end), or drawn token by token with ``scatter=True``; then the first valid
+    token of every shard that has one has a loss of exactly 0 (a target predicted
+    perfectly is still a target: counting non-zero losses is not counting targets).
     """
     rng = np.random.default_rng(seed)
     rows = num_shards * seqs_per_shard
@@ -83,6 +85,9 @@ def masked_tokens(
             mask[block] = False
         elif not mask[block].any():
             mask[block.start, 0] = True
+        if scatter and k not in empty_shards:
+            rows_, cols_ = np.nonzero(mask[block])
+            losses[block.start + rows_[0], cols_[0]] = 0.0
     return losses, mask
 
 

@@ -96,7 +96,12 @@ def masked_mistakes(losses, mask, num_shards: int) -> list[Mistake]:
                 "few valid tokens weigh as much as long ones"),
         Mistake(losses.astype(np.float64).mean(), "it averages every position: padding tokens were counted"),
         Mistake(total / mask.size, "it divides by every position: padding tokens were counted"),
-    ]
+    ] + ([Mistake(total / nonzero, NONZERO)] if (nonzero := np.count_nonzero(np.where(mask, losses, 0.0)))
+         and nonzero != mask.sum() else [])
+
+
+NONZERO = ("it counts the non-zero losses, not the targets: a target predicted perfectly (a loss of 0) is still a "
+           "valid token; count the positions where mask is True")
 
 
 def counts_equal(e: Evidence, key: str, expected, what: str, *, mistakes: list[Mistake] = ()) -> None:
@@ -306,7 +311,9 @@ def _(e: Evidence):
             Mistake(guarded_means(sums, counts), "these are local means, not local sums: divide once, at the end")])
         counts_equal(e, f"{prefix}.counts", counts, what=e.name(f"{prefix}.counts"), mistakes=[
             Mistake(np.full(p, mask.size // p, dtype=np.float64), "padding positions were counted: count only "
-                                                                  "the positions where mask is True")])
+                                                                  "the positions where mask is True"),
+            Mistake(np.count_nonzero(np.where(mask, losses, 0.0).reshape(p, -1), axis=1).astype(np.float64),
+                    NONZERO.replace("it counts", "these count"))])
 
 
 # Watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back its traced arguments,
