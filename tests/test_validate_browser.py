@@ -4,8 +4,8 @@ The learner's JupyterLab runs with ``python -m grader lab``'s settings (grader/c
 the course's Validate route, the labextension copy with the course's wording) on a loopback port, and the course's
 grading service (``python -m grader serve``, one warm kernel, an empty exchange) answers ``POST /validate`` on
 another.
-Two notebooks go through the toolbar's Validate button: a correct step with a wrong quiz answer, and a step that
-sums per-device means (4 times the gradient). Screenshots go to test-artifacts/browser/validate-*.png.
+Notebooks go through the toolbar's Validate button: a correct step with a wrong quiz answer, a step that sums
+per-device means (4 times the gradient), and a psum_scatter without tiled=True (JAX raises). Screenshots go to test-artifacts/browser/validate-*.png.
 """
 from __future__ import annotations
 
@@ -70,6 +70,10 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
     cases = [{"name": name, "content": learner_notebook(course, "sharded_step", scenario)}
              for name, scenario in [("wrong-quiz", "wrong-quiz-summed"), ("summed-means", "wrong-summed-local-means"),
                                     ("offline", "wrong-summed-local-means")]]
+    # psum_scatter without tiled=True: JAX raises in the cell that builds the programs, and in each test calling them
+    cases.insert(2, {"name": "untiled", "notebook": "collectives/collectives.ipynb",
+                     "content": learner_notebook(course, "collectives", "wrong-scatter-untiled")})
+    (workspace / "collectives").mkdir()
     nbformat.write(cases[0]["content"], workspace / NOTEBOOK)
     fixture = tmp_path / "validate.json"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -82,7 +86,7 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
         (home / "settings" / name).write_text(json.dumps(settings))
     seen = []
     with grading_service(course, tmp_path / "service") as service_url:
-        for url, batch in [(service_url, cases[:2]), (f"http://127.0.0.1:{free_port()}/", cases[2:])]:
+        for url, batch in [(service_url, cases[:3]), (f"http://127.0.0.1:{free_port()}/", cases[3:])]:
             fixture.write_text(json.dumps({"notebook": NOTEBOOK, "cases": batch}))
             lab = Server(argv, dict(env, COURSE_GRADING_URL=url), cwd, home, ARTIFACTS / "validate-lab.log")
             try:
@@ -94,7 +98,7 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
             print(output)
             assert returncode == 0, f"{output}\n--- JupyterLab log ---\n{(ARTIFACTS / 'validate-lab.log').read_text()[-3000:]}"
             seen += json.loads(next(l for l in output.splitlines() if l.startswith("VALIDATE-RESULT "))[16:])
-    quiz, summed, offline = seen
+    quiz, summed, untiled, offline = seen
     for dialog in seen:
         assert "passes all the tests" not in dialog["text"] and "The following cell failed" not in dialog["text"]
         assert "graded after you submit" in dialog["text"] and dialog["summaryFirst"], dialog
@@ -113,6 +117,11 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
     assert "the gradient at w = 0: differs from the host NumPy reference: 4 times the global gradient: the " \
            "per-device means were summed" in summed["text"]
     assert "train_step(w, x, y)" not in summed["text"]  # the test's source is not shown
+
+    # A cell that raised: which one, and JAX's error in the lesson's terms; never "the notebook stopped".
+    assert "The reduce scatter test (3 points) fails:" in untiled["paragraphs"], untiled
+    assert "psum_scatter over `data` needs `tiled=True` here" in untiled["text"], untiled["text"]
+    assert "notebook stopped" not in untiled["text"]
 
     # Without the service: the instructor's own words, and one line saying what the named diagnoses need.
     assert offline["paragraphs"][0].startswith("1 of 6 visible checks fail.")

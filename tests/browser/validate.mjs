@@ -3,9 +3,9 @@
 // settings, the course's Validate route and dialog) and a grading service on loopback. Configuration comes from
 // the environment:
 //   LAB_URL, LAB_TOKEN   the learner's JupyterLab (rooted at a workspace)
-//   VALIDATE_FIXTURE     a JSON file: {notebook: "sharded_step/sharded_step.ipynb", cases: [{name, content}]}:
-//                        each case's notebook is written to that path through the contents API (as an editor's
-//                        save would), opened, and validated with the toolbar's Validate button
+//   VALIDATE_FIXTURE     a JSON file: {notebook: "sharded_step/sharded_step.ipynb", cases: [{name, content,
+//                        notebook?}]}: each case's notebook is written to that path (or its own) through the
+//                        contents API (as an editor's save would), opened, and validated with the toolbar's button
 //   ARTIFACTS_DIR        where the screenshots go
 //   CHROMIUM             the browser (default /usr/bin/chromium)
 // Prints `VALIDATE-RESULT {json}`: per case the dialog's text, its paragraphs and whether any markup came from
@@ -30,9 +30,9 @@ const check = (condition, message) => { if (!condition) throw new Error(message)
 
 const contents = contentsApi(LAB);
 
-async function validateCase(page, { name, content }, index) {
-  await contents('PUT', FIXTURE.notebook, { type: 'notebook', format: 'json', content });
-  await page.goto(`${LAB.url}/lab/workspaces/validate-${index}/tree/${FIXTURE.notebook}?reset`);
+async function validateCase(page, { name, content, notebook = FIXTURE.notebook }, index) {
+  await contents('PUT', notebook, { type: 'notebook', format: 'json', content });
+  await page.goto(`${LAB.url}/lab/workspaces/validate-${index}/tree/${notebook}?reset`);
   const cells = page.locator('.jp-NotebookPanel .jp-Notebook .jp-Cell');
   const deadline = Date.now() + 60_000;
   while ((await cells.count()) !== content.cells.length) {
