@@ -60,11 +60,12 @@ class ShownEvidence(Evidence):
     """The visible records of one test cell; reading any other record or any program raises ``NotShown``."""
 
     def __init__(self, records, broken, *, visible, after_submit=frozenset(), num_devices: int = NUM_DEVICES,
-                 names: dict[str, str] | None = None):
+                 names: dict[str, str] | None = None, elsewhere: dict | None = None):
         self._visible_keys = visible  # a callable: key -> whether the released test cell records it
         self._after_submit = frozenset(after_submit)
         shown = {k: v for k, v in records.items() if self._shows(k)}  # hidden records never enter the evidence
-        super().__init__(shown, [k for k in broken if self._shows(k)], num_devices=num_devices, names=names)
+        super().__init__(shown, [k for k in broken if self._shows(k)], num_devices=num_devices, names=names,
+                         elsewhere=elsewhere)
         #: the first NotShown raised (the verdict is fixed at that moment), and the failures known then: a Mismatch
         #: being handled, the parts (``Evidence.part``) that had failed
         self.stopped: NotShown | None = None
@@ -228,13 +229,21 @@ def parse(course: Course, body: bytes) -> tuple[str, list[dict]]:
     return assignment, tests
 
 
-def verdict(rubric: Rubric, cell: TestCell, records: list, error: dict | None) -> tuple[str, str, str | None]:
+def shown_records(cell: TestCell, records: list) -> dict:
+    """A test's well-formed visible records, as another test's judge may read them (``Evidence.elsewhere``)."""
+    outputs = [{"output_type": "display_data", "data": {MIME_TYPE: payload}} for payload in records]
+    found, broken = records_of_cell({"outputs": outputs})
+    return {k: v for k, v in found.items() if k not in set(broken) and cell.records(k)}
+
+
+def verdict(rubric: Rubric, cell: TestCell, records: list, error: dict | None,
+            elsewhere: dict | None = None) -> tuple[str, str, str | None]:
     """(verdict, message, why the judge stopped: None, "hidden", "program" or "after_submit") of one test, judged
-    on its visible records only."""
+    on its visible records only (and the other tests' visible records, ``elsewhere``)."""
     outputs = [{"output_type": "display_data", "data": {MIME_TYPE: payload}} for payload in records]
     found, broken = records_of_cell({"outputs": outputs})
     evidence = ShownEvidence(found, broken, visible=cell.records, after_submit=rubric.after_submit,
-                             names=rubric.names)
+                             names=rubric.names, elsewhere=elsewhere)
     failures: list[str] = []
     judge = rubric.judges.get(cell.grade_id)
     if judge is None:
@@ -319,10 +328,11 @@ def handle(course: Course, body: bytes) -> tuple[int, dict]:
         return 500, {"error": "the grading service could not load this assignment"}
     results = []
     asked = {t["grade_id"]: t for t in tests}
+    elsewhere = {gid: shown_records(cell, asked[gid]["records"]) for gid, cell in known.items() if gid in asked}
     for grade_id, cell in known.items():  # in the notebook's order; grade ids the course lacks are ignored
         if grade_id not in asked:
             continue
         test = asked[grade_id]
-        said, message, _ = verdict(rubric, cell, test["records"], test["error"])
+        said, message, _ = verdict(rubric, cell, test["records"], test["error"], elsewhere)
         results.append({"grade_id": grade_id, "points": cell.points, "verdict": said, "message": message})
     return 200, {"assignment": assignment, "tests": results, "later": after}

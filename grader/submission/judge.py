@@ -13,15 +13,9 @@ count, a transposed layout, ...) the message says which mistake it is.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
 import math
 import re
-import sys
-import threading
-import types
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -72,8 +66,11 @@ class Evidence:
     part_failures: tuple[type[BaseException], ...] = (Mismatch,)
 
     def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4,
-                 names: dict[str, str] | None = None, programs: dict[str, ProgramRun] | None = None):
+                 names: dict[str, str] | None = None, programs: dict[str, ProgramRun] | None = None,
+                 elsewhere: dict[str, dict[str, Recorded]] | None = None):
         self._records = records
+        #: grade_id -> the well-formed records of another test cell of the notebook (``elsewhere``)
+        self._elsewhere = dict(elsewhere or {})
         #: record key -> what the program recorded under it did in the grader's runner (``grader.programs``)
         self._programs = dict(programs or {})
         self._broken = set(broken or [])
@@ -101,6 +98,14 @@ class Evidence:
             part.failure = str(failure) or f"{what}: failed"
         finally:
             self._in_part = False
+
+    def elsewhere(self, grade_id: str, key: str) -> np.ndarray | None:
+        """An array another test cell recorded (that test's own evidence, to check a relative judgement against),
+        as float64; None when it did not, or recorded no plain array (Validate has none: ``ShownEvidence``)."""
+        recorded = self._elsewhere.get(grade_id, {}).get(key)
+        if recorded is None or recorded.kind not in ("array", "jax_array") or recorded.value.dtype.kind not in "fiu":
+            return None
+        return recorded.value.astype(np.float64)
 
     def name(self, key: str, what: str | None = None) -> str:
         return what or self.names.get(key) or key
@@ -405,45 +410,4 @@ def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, argumen
     rubric.judges[grade_id] = judge_then_inputs
 
 
-_LOADING = threading.Lock()
-_LOADED: dict[str, bytes] = {}  # package name -> the digest of the rubric files it was imported from
-
-
-def _rubric_digest(folder: Path) -> bytes:
-    """A digest of every ``rubric*.py`` in ``folder``: names and contents (a sibling module changes it too)."""
-    return hashlib.sha256(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0"
-                                   for f in sorted(folder.glob("rubric*.py")))).digest()
-
-
-def load_rubric(path: Path) -> Rubric:
-    """Import ``rubric.py`` from an assignment folder (trusted instructor code), as it is on disk now.
-
-    The folder is imported as a package of its own (``_course_rubric_<assignment>``), so a rubric may keep groups of
-    tests in sibling modules (``rubric_<group>.py``, imported by ``rubric.py`` with ``from . import rubric_<group>``);
-    nbgrader and the learner's workspace leave every ``rubric*.py`` out. The import is kept while the folder's
-    ``rubric*.py`` files are unchanged; once the instructor edits one (a test fixed during the term), the next call
-    imports the package afresh, so a running grading service judges with the fixed rubric without a restart."""
-    package = f"_course_rubric_{path.parent.name}"
-    name = f"{package}.rubric"
-    with _LOADING:  # one import at a time: threads grading the same assignment share it
-        digest = _rubric_digest(path.parent)
-        if name in sys.modules and _LOADED.get(package) == digest:
-            return sys.modules[name].rubric
-        for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
-            del sys.modules[loaded]  # the package and its sibling modules, imported again below
-        folder = types.ModuleType(package)
-        folder.__path__ = [str(path.parent)]
-        sys.modules[package] = folder
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            _LOADED.pop(package, None)
-            raise
-        if not isinstance(rubric := getattr(module, "rubric", None), Rubric):
-            raise TypeError(f"{path} must define `rubric = Rubric()`")
-        _LOADED[package] = digest
-        return rubric
+from grader.submission.rubric_loading import load_rubric  # noqa: E402,F401  (re-exported: the callers' name)

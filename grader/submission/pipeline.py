@@ -289,6 +289,8 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
     executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
     # A test may judge a program another test cell recorded (the placement test reads the step's shardings).
     notebook_programs = {key: run for runs in (programs or {}).values() for key, run in runs.items()}
+    # ... and another test cell's records (a relative judgement checks the earlier test's own, ``Evidence.elsewhere``)
+    elsewhere = {gid: _records(ran) for gid, ran in executed.items() if cells.is_autograded_test(ran)}
     results = []
     for cell in source.cells:
         if not cells.is_autograded_test(cell):
@@ -310,7 +312,7 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             continue
         try:
             verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points,
-                                  raised.first_raised_before(execution.notebook.cells, gid))
+                                  raised.first_raised_before(execution.notebook.cells, gid), elsewhere)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
             # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
             # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
@@ -323,10 +325,10 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
 
 def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
                 programs: dict[str, dict[str, ProgramRun]] | None, points: float,
-                before: tuple[str, dict] | None = None) -> Verdict:
+                before: tuple[str, dict] | None = None, elsewhere: dict | None = None) -> Verdict:
     """One test's verdict from its cell's records; ``before``: an earlier cell that raised (its name, its error)."""
     records, broken = records_of_cell(ran)
-    verdict = rubric.verdict(gid, Evidence(records, broken, num_devices=num_devices,
+    verdict = rubric.verdict(gid, Evidence(records, broken, num_devices=num_devices, elsewhere=elsewhere,
                                            programs={**notebook_programs, **(programs or {}).get(gid, {})}), points)
     outputs = ran.get("outputs", [])
     visible = cells.visible_outputs(ran)
@@ -347,6 +349,15 @@ def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs
         elif error is not None and not records:  # (a learner-made exception class is never named: raised.py)
             message = f"{message}; the test cell {raised.raised(error)}"
     return replace(verdict, message=message)
+
+
+def _records(ran) -> dict:
+    """A test cell's well-formed records (those recorded once; any other is left out)."""
+    try:
+        records, broken = records_of_cell(ran)
+    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
+        return {}
+    return {key: value for key, value in records.items() if key not in set(broken)}
 
 
 def decide_status(result: NotebookResult, execution: Execution) -> tuple[Status, str]:

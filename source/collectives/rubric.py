@@ -66,14 +66,22 @@ def terms(x, y, w, devices):
     ])
 
 
-def own_or_reference(e: Evidence, own_key: str, reference) -> list:
-    """The values a program may match: the host reference, and the sum of the learner's own local contributions."""
+def own_values_or_reference(e: Evidence, own_key: str, reference) -> list:
+    """The values a result may match: the host reference, and the learner's own programs' values recorded under
+    ``own_key`` (the reversal test compares the learner's programs with themselves)."""
     candidates = [np.asarray(reference, dtype=np.float64)]
     if e.has(own_key):
         own = e.array(own_key, shape=np.shape(reference)).astype(np.float64)
-        if np.linalg.norm(own) > 1e-3 * np.linalg.norm(reference):  # a degenerate (zero) sum proves nothing
+        if np.linalg.norm(own) > 1e-3 * np.linalg.norm(reference):  # a degenerate (zero) value proves nothing
             candidates.append(own)
     return candidates
+
+
+def own_or_reference(e: Evidence, own_key: str, reference, tested_key: str) -> list:
+    """The values a program may match: the host reference, and the sum of the learner's own local contributions
+    when the local-contribution test recorded the same one (``own_base``)."""
+    base, known = own_base(e, own_key, reference, tested_key)
+    return [np.asarray(reference, dtype=np.float64)] + ([base] if known else [])
 
 
 def program_close(e: Evidence, key: str, candidates: list, what: str, mistakes, *, rtol: float, atol: float):
@@ -128,16 +136,20 @@ def contribution_mistakes(expected, p: int, mesh: int | None = None) -> list[Mis
     })
 
 
-def own_base(e: Evidence, own_key: str, reference, mesh: int | None = None):
-    """``(base, known)``: the sum of the learner's own local contributions when it is the reference times a factor
-    of a mistake the lesson names (``contribution_factors``: the local count is then known), else the reference."""
+def own_base(e: Evidence, own_key: str, reference, tested_key: str):
+    """``(base, known)``: the sum of the learner's own local contributions recorded here, when the local-contribution
+    test recorded the same sum on the same batch (``tested_key``: ``lesson.terms``, or one of its hidden
+    ``hidden.batch{seed}.sum``); a wrong local_contribution, named or not, then costs that test only. Otherwise the
+    reference: a local_contribution that answers its own test one way and a later test's cell another (or a
+    library function patched in between) gets no say in what the later programs must compute."""
     reference = np.asarray(reference, dtype=np.float64)
     if e.has(own_key):
         own = e.array(own_key, shape=reference.shape).astype(np.float64)
-        factor = float(np.dot(own, reference) / max(np.dot(reference, reference), 1e-300))
-        if np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6) and \
-                any(abs(factor - known) <= 1e-4 * max(1.0, abs(known)) for known in contribution_factors(mesh or e.num_devices)):
-            return own, True
+        tested = e.elsewhere("test-local-contribution", tested_key)
+        tested = tested.sum(axis=0) if tested is not None and tested.ndim == 2 else tested
+        if tested is not None and tested.shape == own.shape and np.all(np.isfinite(own)) and \
+                np.linalg.norm(own) > 1e-3 * np.linalg.norm(reference) and np.allclose(own, tested, rtol=1e-5, atol=1e-7):
+            return own, True  # (a degenerate, zero sum proves nothing)
     return reference, False
 
 
@@ -188,9 +200,9 @@ def _(e: Evidence):
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
     e.array("lesson.all_reduce", shape=(8,), jax=True)
-    base, known = own_base(e, "lesson.own_sum", g)
-    program_close(e, "lesson.all_reduce", own_or_reference(e, "lesson.own_sum", g), e.name("lesson.all_reduce"),
-                  reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
+    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
+    program_close(e, "lesson.all_reduce", own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
+                  e.name("lesson.all_reduce"), reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
     e.shard_shapes("lesson.all_reduce", (8,), devices=p)
     e.replicas_close("lesson.all_reduce", e.array("lesson.all_reduce"), rtol=1e-6, atol=1e-7,
                      against="the all-reduced value: the replicas disagree")
@@ -200,8 +212,9 @@ def _(e: Evidence):
         hx, hy, hw = data.random_regression(seed=90302 + size, rows=2 * size, cols=2 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
-        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, mesh=size)
-        program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g), what,
+        tested = f"hidden.batch{90302 + size}.sum"  # the local-contribution test's sum on this very batch
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
+        program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested), what,
                       reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
         e.shard_shapes(key, g.shape, devices=size, what=what)
     program_gradient(e, "all_gradient", split_output=False)
@@ -213,9 +226,9 @@ def _(e: Evidence):
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
     e.array("lesson.reduce_scatter", shape=(8,), jax=True)
-    base, known = own_base(e, "lesson.own_sum", g)
+    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
     portions_close(e, "lesson.reduce_scatter", g, p, what=e.name("lesson.reduce_scatter"),
-                   candidates=own_or_reference(e, "lesson.own_sum", g),
+                   candidates=own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
                    mistakes=reduction_mistakes(base, p, own_known=known))
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
@@ -224,9 +237,10 @@ def _(e: Evidence):
         hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
-        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, mesh=size)
+        tested = f"hidden.batch{90303 + size}.sum"  # the local-contribution test's sum on this very batch
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
-                       candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g),
+                       candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested),
                        mistakes=reduction_mistakes(base, p, mesh=size, own_known=known))
     program_gradient(e, "shard_gradient", split_output=True)
 
@@ -301,18 +315,14 @@ def _(p: int):  # read for their collectives, not run (the tests above run them)
             Program("program.lowered.gather", p, (Input((2 * p,), ("data",)),), run=False)]
 
 
-def contribution_factors(p: int) -> list[float]:
-    """The factors a local-contribution mistake the lesson names puts on the summed gradient (1 when right)."""
-    return [1.0, float(p), 1.0 / p, p / 4, 0.5, -1.0]
-
-
 def own_factor(e: Evidence) -> float:
     """How the learner's own summed local contributions compare with the gradient (1 when right; p when each
     divides by the local count, ...), from the values the test recorded for the batch of seed 90307.
 
-    Only a factor of a mistake the lesson names (``contribution_factors``) stands for the learner's own
-    contributions; any other factor, 0 above all (a program that returns zeros), is judged against the reference:
-    the record comes from the kernel and must never let the program compute less than the gradient."""
+    The factor stands for the learner's own contributions only when the local-contribution test recorded the same
+    sum on that batch (``own_base``); otherwise, and for a zero sum above all (a program that returns zeros), the
+    program is judged against the reference: the record comes from the kernel and must never let the program
+    compute less than the gradient."""
     p = e.num_devices
     ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
     reference = gradient(ex, ey, ew)
@@ -321,15 +331,14 @@ def own_factor(e: Evidence) -> float:
     e.require(np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6),
               "your local contributions do not sum to a multiple of the gradient, so the program cannot be judged "
               "(see the local-contribution test)")
-    known = [known for known in contribution_factors(p) if abs(factor - known) <= 1e-4 * max(1.0, abs(known))]
-    return known[0] if known else 1.0
+    return factor if own_factor_known(e) else 1.0
 
 
 def own_factor_known(e: Evidence) -> bool:
-    """Whether the learner's own summed contributions (batch of seed 90307) are a factor ``own_factor`` names."""
+    """Whether the learner's own summed contributions (batch of seed 90307) stand for the program (``own_base``)."""
     p = e.num_devices
     ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
-    return own_base(e, "program.own_sum", gradient(ex, ey, ew))[1]
+    return own_base(e, "program.own_sum", gradient(ex, ey, ew), "hidden.batch90307.sum")[1]
 
 
 def program_gradient(e: Evidence, name: str, *, split_output: bool):

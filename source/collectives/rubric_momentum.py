@@ -6,7 +6,7 @@ from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
 from grader.submission.judge import Evidence, Mismatch, Mistake
 from grader.programs import Input, Program
 
-from .rubric import gradient, own_or_reference, portions_close, program_meshes, rubric  # noqa: E402
+from .rubric import gradient, own_values_or_reference, portions_close, program_meshes, rubric  # noqa: E402
 
 
 PARTITIONED = "the momentum is no longer partitioned: keep weights and momentum split P('data')"
@@ -95,7 +95,7 @@ def _(e: Evidence):
 def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
     expected = gradient(x, y, w)
     for name in ("all_reduced", "gathered"):
-        candidates = own_or_reference(e, f"{prefix}original_{name}", expected)
+        candidates = own_values_or_reference(e, f"{prefix}original_{name}", expected)
         key = f"{prefix}{name}"
         actual = e.close_to_any(key, candidates, rtol=rtol, atol=atol,
                                 reason="differs from the gradient of the original order (the host reference, and your "
