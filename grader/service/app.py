@@ -34,10 +34,10 @@ from grader.results import NotebookResult
 from grader.submission import history
 from grader.service import exchange, pages
 from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
-                                     content_digest, counting, decide)
+                                     content_digest, counting, decide, restamp)
 from grader.service.routes import Server, handler
 from grader.service.pool import Pool, Task
-from grader.submission.gradebook import Gradebook, path_part
+from grader.submission.gradebook import Gradebook
 from grader.submission import timestamps
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
 from grader.submission.pipeline import Job, Settings, notebook_name
@@ -341,6 +341,8 @@ class Service:
                 if source.is_file():
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, target)
+            if stamped != folder:  # the earlier attempt's time, where the late penalty is decided (results/)
+                restamp(book, result, stamped)
             # nbgrader's release_feedback (formgrader's Release Feedback) sends an updated page (hand grades, the
             # late penalty recomputed) to the learner under the same name: it reads these two beside the page.
             beside = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent

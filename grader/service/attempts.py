@@ -90,6 +90,21 @@ def attempt_folder(state: Path, student: str, assignment: str, name: str, number
     return next(iter(sorted(place.glob(f"[0-9][0-9][0-9]-{glob.escape(path_part(name)[:40])}"))), None)
 
 
+def restamp(book, result, stamped: Path) -> None:
+    """The counting result published in ``book`` (a ``Gradebook``) takes the submission time of the attempt graded in
+    ``stamped`` (an earlier attempt with the same answers, which counts again under ``last``): the late penalty is
+    decided on ``submitted_at`` in ``results/``."""
+    from grader.submission import timestamps
+    from grader.submission.gradebook import atomic_write
+
+    result.submitted_at, result.submitted_note = timestamps.read(
+        stamped / "submitted" / result.student_id / result.assignment_id)
+    path = book.result_path(result.student_id, result.assignment_id, result.notebook)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(submitted_at=result.submitted_at, submitted_note=result.submitted_note)
+    atomic_write(path, json.dumps(data, indent=1))
+
+
 def content_digest(notebook: Path) -> str:
     """A digest of what the learner wrote: each cell's type and source, in order (outputs, execution counts and
     metadata left out, since the grader runs the notebook again). Two uploads with the same digest grade alike. A file
