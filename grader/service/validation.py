@@ -229,10 +229,15 @@ def parse(course: Course, body: bytes) -> tuple[str, list[dict]]:
     return assignment, tests
 
 
+def _parsed(records: list) -> tuple[dict, list]:
+    """The request's record payloads read as a test cell's outputs are: (records, keys recorded more than once)."""
+    return records_of_cell({"outputs": [{"output_type": "display_data", "data": {MIME_TYPE: payload}}
+                                        for payload in records]})
+
+
 def shown_records(cell: TestCell, records: list) -> dict:
     """A test's well-formed visible records, as another test's judge may read them (``Evidence.elsewhere``)."""
-    outputs = [{"output_type": "display_data", "data": {MIME_TYPE: payload}} for payload in records]
-    found, broken = records_of_cell({"outputs": outputs})
+    found, broken = _parsed(records)
     return {k: v for k, v in found.items() if k not in set(broken) and cell.records(k)}
 
 
@@ -240,8 +245,7 @@ def verdict(rubric: Rubric, cell: TestCell, records: list, error: dict | None,
             elsewhere: dict | None = None) -> tuple[str, str, str | None]:
     """(verdict, message, why the judge stopped: None, "hidden", "program" or "after_submit") of one test, judged
     on its visible records only (and the other tests' visible records, ``elsewhere``)."""
-    outputs = [{"output_type": "display_data", "data": {MIME_TYPE: payload}} for payload in records]
-    found, broken = records_of_cell({"outputs": outputs})
+    found, broken = _parsed(records)
     evidence = ShownEvidence(found, broken, visible=cell.records, after_submit=rubric.after_submit,
                              names=rubric.names, elsewhere=elsewhere)
     failures: list[str] = []
