@@ -23,7 +23,8 @@ writes ``verdict.json`` there. For each program it:
    collectives the compiler adds are seen (``compiled_collectives``;
    ``manual_only`` also requires that it has none the region did not write);
 5. runs that executable (unless the program is only read) and reports every
-   output with its shards.
+   output with its shards, and the output values of any further calls the
+   request lists for it (``grader.programs.probes``).
 
 The verdict is plain data: the grader judges it against NumPy references.
 """
@@ -173,7 +174,25 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
         verdict["outputs"] = [_output(value) for value in outputs]
     except Exception as error:  # noqa: BLE001
         return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__})"}
+    verdict["probes"] = _probes(compiled, program.get("probes") or [], inputs, [a.sharding for a in args])
     return verdict
+
+
+def _probes(compiled, calls: list, inputs: list, shardings: list) -> list | None:
+    """The output values of the same executable on each further call's inputs (``grader.programs.probes``), placed
+    as the first call's; None when one failed (the first call's verdict stands)."""
+    import jax
+    import numpy as np
+
+    values = []
+    try:
+        for call in calls:
+            args = [jax.device_put(np.asarray(data, dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"]),
+                                   sharding) for data, spec, sharding in zip(call, inputs, shardings, strict=True)]
+            values.append([_array(value) for value in jax.tree_util.tree_leaves(compiled(*args))])
+    except Exception:  # noqa: BLE001 - a probe that fails proves nothing either way
+        return None
+    return values
 
 
 def use_compilation_cache(jax) -> None:
