@@ -87,8 +87,29 @@ def test_make_target_passes_server_options_and_jupyterlab_asks_no_news(tmp_path,
         assert _run_in_kernel(url, token, "print(6 * 7)") == "42\n"
         time.sleep(1)
         assert "without encryption" not in log.read_text(), log.read_text()[-3000:]
+        if target == "lab":
+            _submits_from_the_assignment_list(url, token, course)
     finally:
         _stop(process)
+
+
+def _submits_from_the_assignment_list(url: str, token: str, course: Path) -> None:
+    """The tutorial's one-machine path, through the Assignment List's own API (what its page calls): the three
+    assignments are listed as downloaded, and Submit puts the learner's copy in the exchange's inbound folder."""
+    course_id = "jax-distributed-training"
+    status, body = _get(f"{url}/assignments?course_id={course_id}", token)
+    assert status == 200, body[:500]
+    listed = {a["assignment_id"]: a["status"] for a in json.loads(body)["value"]}
+    assert listed == {a: "fetched" for a in ("collectives", "local_mean_diagnosis", "sharded_step")}, listed
+    request = urllib.request.Request(f"{url}/assignments/submit", method="POST",
+                                     data=json.dumps({"course_id": course_id, "assignment_id": "sharded_step"}).encode(),
+                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        answer = json.loads(response.read())
+    assert answer.get("success") is True, answer
+    inbound = list((course / "exchange" / course_id / "inbound").iterdir())
+    assert len(inbound) == 1 and "+sharded_step+" in inbound[0].name, inbound
+    assert (inbound[0] / "sharded_step.ipynb").is_file()
 
 
 def _run_in_kernel(url: str, token: str, code: str) -> str:

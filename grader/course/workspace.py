@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +39,25 @@ def ensure_exchange(course: Course) -> Path:
         exchange.mkdir(parents=True)
         os.chmod(exchange, 0o1777)
     return exchange
+
+
+def release_here(course: Course) -> list[str]:
+    """Release each assignment the course's own exchange does not hold yet, with nbgrader's ``release_assignment``
+    (the instructor's step, run here because on one machine the learner is also the instructor); return their names.
+
+    Without a release nbgrader's Assignment List finds no course ("No courses found"), so the assignments copied into
+    the workspace are not listed and have no Submit button. An assignment released before (by formgrader's Release or
+    an earlier ``make lab``) is left as it is.
+    """
+    exchange = ensure_exchange(course)
+    missing = [a for a in course.assignments() if (course.release / a).is_dir()
+               and not any(exchange.glob(f"*/outbound/{a}"))]
+    for assignment in missing:
+        done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "release_assignment", assignment],
+                              cwd=course.root, env=_jupyter_env(None), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"nbgrader release_assignment {assignment} failed:\n{done.stdout}{done.stderr}")
+    return missing
 
 
 def workspace_dir(course: Course) -> Path:
