@@ -13,12 +13,14 @@ import datetime
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
 FOLDER = "evidence"
 _SOLUTION_MARK = "### BEGIN SOLUTION"
 _MAX_ITEMS = 10_000
+_PREDICTION = re.compile(r"^\s*prediction\s*=", re.MULTILINE)  # the lesson's prediction cell sets it
 
 
 def notebook_path(assignment: str) -> Path:
@@ -48,7 +50,7 @@ def your_cells(notebook: dict) -> list[dict]:
         elif course.get("evidence"):
             name = str(course["evidence"])
         elif cell.get("cell_type") == "code" and not grading:
-            name = "your own cell"
+            name = "your prediction" if _PREDICTION.search(source) else "your own cell"
         else:
             continue
         kept.append({"cell": name, "type": str(cell.get("cell_type")), "source": source})

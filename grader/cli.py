@@ -267,14 +267,10 @@ def _exec_lab(argv, env, cwd) -> int:
 
 
 def cmd_lab(args) -> int:
-    from grader.course.workspace import learner_lab, release_here, seed
+    from grader.course.workspace import learner_lab, one_machine
 
     course = Course.default()
-    seed(course)
-    released = release_here(course)  # listed in the Assignment List, with Submit (one machine: nobody else releases)
-    if released:
-        print(f"released {', '.join(released)} to the course's exchange/ (nbgrader release_assignment): the Assignment "
-              "List shows them under Downloaded assignments, with Submit", file=sys.stderr)
+    one_machine(course)
     return _exec_lab(*learner_lab(course, extra=args.jupyter_args))
 
 

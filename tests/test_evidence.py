@@ -128,10 +128,12 @@ def test_your_cells_are_solutions_answers_and_added_code_only():
         nbformat.v4.new_markdown_cell("because", metadata={"nbgrader": {"grade_id": "why", "solution": True}}),
         nbformat.v4.new_markdown_cell("my notes", metadata={"course": {"evidence": "your explanation"}}),
         nbformat.v4.new_code_cell("print('mine')"),
+        nbformat.v4.new_code_cell("prediction = 'they track each other'"),
     ])
     kept = your_cells(json.loads(nbformat.writes(nb)))
     assert [(c["cell"], c["source"]) for c in kept] == [
-        ("step", "def step(): ..."), ("why", "because"), ("your explanation", "my notes"), ("your own cell", "print('mine')")]
+        ("step", "def step(): ..."), ("why", "because"), ("your explanation", "my notes"), ("your own cell", "print('mine')"),
+        ("your prediction", "prediction = 'they track each other'")]
 
 
 def test_plain_turns_arrays_and_containers_into_json():

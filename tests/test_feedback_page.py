@@ -324,3 +324,16 @@ def test_judge_without_the_cells_points_checks_nothing_against_them():
     rubric = _two_part_rubric()
     assert rubric.judge("t", _evidence(loss=4.875, gradient=[-5.25, -0.75])) == (True, "passed")
     assert rubric.verdict("t", _evidence(loss=4.875, gradient=[-21.0, -3.0])).points == 1.0
+
+
+def test_the_receipt_cells_advice_for_the_learners_own_run_is_not_on_the_page():
+    """keep_evidence finds no saved notebook in the grader's run and says "Save the notebook (Ctrl+S) and run this
+    cell again": advice for the learner's own run, noise on the page (one line in its place)."""
+    nb = _graded_notebook()
+    receipt = nbformat.v4.new_code_cell("receipt = keep_evidence('sharded_step', outputs={})", execution_count=1,
+                                        metadata={"nbgrader": {"grade_id": feedback.RECEIPT_CELL, "locked": True}})
+    receipt.outputs = [nbformat.v4.new_output("stream", text="Could not read your saved notebook ... Save the "
+                                                             "notebook (Ctrl+S) and run this cell again.\n")]
+    nb.cells.insert(0, receipt)
+    page = feedback.render(_result(), nb)
+    assert "Ctrl+S" not in page and feedback.RECEIPT_NOTE in page and "[-21.0, -3.0]" in page

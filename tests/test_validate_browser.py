@@ -105,7 +105,7 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
         assert "ACTUAL" not in dialog["text"] and "### BEGIN" not in dialog["text"] and dialog["markup"] == 0
 
     # A correct step and a wrong quiz answer: nothing fails, and the quiz is not called right or wrong.
-    assert quiz["paragraphs"][0].startswith("None of the 6 visible checks fails."), quiz
+    assert quiz["paragraphs"][0].startswith("No visible check fails (of 6)."), quiz
     assert "The quiz test (1 point): the multiple-choice answer: its correctness is graded after you submit" \
         in quiz["text"]
     assert re.search(r"\d more cases \(batches you have not seen, other mesh sizes, your programs run by the "

@@ -60,6 +60,15 @@ def release_here(course: Course) -> list[str]:
     return missing
 
 
+def one_machine(course: Course) -> None:
+    """What ``make lab`` needs on one machine: new assignments copied into the workspace (``seed``) and released to
+    the course's exchange (``release_here``), each release said on stderr."""
+    seed(course)
+    for name in release_here(course):
+        print(f"released {name} to exchange/ (nbgrader release_assignment): the Assignment List lists it, with Submit",
+              file=sys.stderr)
+
+
 def workspace_dir(course: Course) -> Path:
     return course.root / WORKSPACE
 

@@ -197,7 +197,7 @@ def dialog(tests: list[dict], service: dict | None, why_not: str, manual: int, p
     failing = [(t, s) for t, s in verdicts if s["verdict"] == "fails"]
     total = len(tests)
     lines = [f"{len(failing)} of {total} visible checks fail." if failing else
-             f"None of the {total} visible checks fails."]
+             f"No visible check fails (of {total})."]
     lines += _cell_lines(problems)
     for test, said in verdicts:
         if said["verdict"] == "after_submit":

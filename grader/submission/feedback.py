@@ -162,6 +162,13 @@ def _late_html(result: NotebookResult, late, pending: bool, text: _Text) -> list
     return [f"<p class='late'>{line}</p>"]
 
 
+#: the lessons' receipt cell (coursekit.evidence.keep_evidence): in the grader's run it finds no saved notebook and
+#: says how to fix that, which is advice for the learner's own run, not for the feedback page
+RECEIPT_CELL = "keep-evidence"
+RECEIPT_NOTE = ("Your receipt is written when you run this cell in your own notebook; the grader's run of it writes "
+                "none and changes no grade.")
+
+
 def _shown_outputs(cell, index: int, first_hidden: int, hidden_last: bool, text: _Text) -> str:
     """A cell's outputs as the learner may see them (see the module's docstring)."""
     outputs = cell.get("outputs", [])
@@ -170,6 +177,8 @@ def _shown_outputs(cell, index: int, first_hidden: int, hidden_last: bool, text:
         return "".join(_output_html(o, text) for o in outputs[:visible]) if visible else ""
     if not hidden_last and index >= first_hidden:
         return f"<p class='withheld'>{WITHHELD}</p>" if outputs else ""
+    if cells.grade_id(cell) == RECEIPT_CELL and outputs:  # the grader's run has no saved notebook to read
+        return f"<p class='withheld'>{RECEIPT_NOTE}</p>"
     return "".join(_output_html(o, text) for o in outputs)
 
 

@@ -178,7 +178,7 @@ async function solveAndValidate() {
   log(`learner: Validate (${timings.validate.toFixed(1)} s): ${message.split('\n')[0]}`);
   await shot(learner, 'learner-3-validated');
   // The course's Validate (grader/learner): failing tests counted first, never "passes all the tests".
-  check(message.startsWith('None of the ') && !message.includes('passes all the tests'),
+  check(message.startsWith('No visible check fails (of ') && !message.includes('passes all the tests'),
     `validation failed:\n${message.slice(0, 1500)}`);
   await dialog.locator('.jp-Dialog-button').last().click();
   const saved = (await contents('GET', NOTEBOOK)).content.cells[quiz].source;
