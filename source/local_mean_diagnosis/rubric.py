@@ -292,15 +292,38 @@ def _(e: Evidence):
                 what=f"the global mean from {count} unseen partial(s)")
 
 
+def _partials_cases(p: int) -> list[tuple[str, tuple]]:
+    return [("device", data.masked_tokens(seed=0, num_shards=p)),
+            ("hidden.device", data.masked_tokens(seed=90227, num_shards=p, seqs_per_shard=2, tokens=7, empty=(0,),
+                                                 scatter=True))]
+
+
+def nonzero_counts(losses, mask, shards: int):
+    """Per-shard counts of the non-zero losses left after masking (the NONZERO mistake)."""
+    return np.count_nonzero(np.where(mask, losses, 0.0).reshape(shards, -1), axis=1).astype(np.float64)
+
+
+def nonzero_charged(e: Evidence) -> bool:
+    """Whether test-device-partials charged the NONZERO mistake: on its unseen batch (where some valid targets have a
+    loss of 0) the per-device counts it recorded are the non-zero counts. The sharded masked mean built on the same
+    per-device counts is then judged against that rule: one mistake, one charge. The program the grader runs is
+    accepted with it only then (a program that counts otherwise than the learner's own partials is still charged)."""
+    p = e.num_devices
+    losses, mask = _partials_cases(p)[1][1]
+    recorded, wrong = e.elsewhere("test-device-partials", "hidden.device.counts"), nonzero_counts(losses, mask, p)
+    return recorded is not None and recorded.shape == wrong.shape and bool(np.array_equal(recorded, wrong)) and \
+        not np.array_equal(wrong, mask.reshape(p, -1).sum(axis=1))
+
+
+def nonzero_mean(losses, mask) -> float:
+    kept = np.where(mask, losses.astype(np.float64), 0.0)
+    return float(kept.sum() / max(np.count_nonzero(kept), 1))
+
+
 @rubric.test("test-device-partials")
 def _(e: Evidence):
     p = e.num_devices
-    cases = [
-        ("device", data.masked_tokens(seed=0, num_shards=p)),
-        ("hidden.device", data.masked_tokens(seed=90227, num_shards=p, seqs_per_shard=2, tokens=7,
-                                             empty=(0,), scatter=True)),
-    ]
-    for prefix, (losses, mask) in cases:
+    for prefix, (losses, mask) in _partials_cases(p):
         sums, counts = block_partials(losses, mask, p)
         for key in (f"{prefix}.sums", f"{prefix}.counts"):
             e.array(key, jax=True, float_dtype=False)
@@ -312,8 +335,7 @@ def _(e: Evidence):
         counts_equal(e, f"{prefix}.counts", counts, what=e.name(f"{prefix}.counts"), mistakes=[
             Mistake(np.full(p, mask.size // p, dtype=np.float64), "padding positions were counted: count only "
                                                                   "the positions where mask is True"),
-            Mistake(np.count_nonzero(np.where(mask, losses, 0.0).reshape(p, -1), axis=1).astype(np.float64),
-                    NONZERO.replace("it counts", "these count"))])
+            Mistake(nonzero_counts(losses, mask, p), NONZERO.replace("it counts", "these count"))])
 
 
 # Watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back its traced arguments,
@@ -343,6 +365,7 @@ def _(e: Evidence):
         cases.append((f"hidden.mesh{size}", data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3,
                                                                tokens=5, empty=(0,) if size > 2 else (),
                                                                scatter=True), size))
+    own_counts = nonzero_charged(e)  # the per-device counts' mistake, charged at test-device-partials
     for prefix, (losses, mask), devices in cases:
         key = f"{prefix}.masked_mean"
         what = e.names.get(key) or f"make_sharded_masked_mean on a mesh of {devices} device(s)"
@@ -365,7 +388,11 @@ def _(e: Evidence):
                             "were reduced twice (a psum of an already summed sum): psum each once, then divide once"}
         # where a factor is also the four-device one (a mesh of 2), that diagnosis stays the only one
         mistakes += scaled(reference, {f: says for f, says in mixed_up.items() if not np.isclose(f, devices / 4)})
-        actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
+        if own_counts:  # follows from the per-device counts (charged there): judged against them, or the lesson's
+            actual = e.close_to_any(key, [reference, nonzero_mean(losses, mask)], rtol=1e-5, what=what,
+                                    mistakes=mistakes)
+        else:
+            actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
@@ -390,7 +417,7 @@ def _(e: Evidence):
               "batch, each device filling in its block, copies the data to every device)")
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
-                    mistakes=masked_mistakes(losses, mask, p))
+                    mistakes=masked_mistakes(losses, mask, p))  # (the grader's draws have no loss of exactly 0)
 
 
 # Each function the tests call with the caller's arrays is charged at its own test if it writes into them.
