@@ -268,3 +268,31 @@ def test_ci_builds_the_site_and_keeps_it_as_an_artifact():
     uploads = [step["with"]["path"] for step in steps if "upload-artifact" in step.get("uses", "")]
     assert uploads == ["site/"]
     assert "make docs" in (ROOT / ".ci" / "run").read_text()
+
+
+MEASURED_ROW = re.compile(r"^\| (?P<when>[^|]+?) \| (?P<commit>[0-9a-f]{7,}) \| (?P<tests>\d+) passed \| "
+                          r"(?P<pytest>\d+ min \d+ s) \| (?P<all>\d+ min \d+ s) \|", re.MULTILINE)
+QUOTED_RUN = re.compile(r"(\d+) tests(?: passed)? in (\d+ min \d+ s) of pytest, (\d+ min \d+ s) in all")
+QUOTED_ABOUT = re.compile(r"`make test` takes about (\d+)\s+minutes")
+
+
+def test_every_quoted_suite_figure_is_the_newest_clean_measured_run():
+    """The suite's size and time are quoted on several pages; their one source is the newest measured run without a
+    failure in docs/how-to/test-and-ci.md's table, and every quote must be that run (a page cannot keep an old one)."""
+    table = (DOCS / "how-to" / "test-and-ci.md").read_text()
+    rows = list(MEASURED_ROW.finditer(table))
+    assert rows, "no measured run in docs/how-to/test-and-ci.md"
+    newest = rows[-1]
+    expected = (newest["tests"], newest["pytest"], newest["all"])
+    minutes, seconds = (int(n) for n in re.findall(r"\d+", newest["all"]))
+    quoted = 0
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = page.read_text()
+        for found in QUOTED_RUN.finditer(text):
+            quoted += 1
+            assert found.groups() == expected, f"{page.relative_to(ROOT)} quotes {found.group(0)!r}; the newest " \
+                                               f"measured run is {expected} ({newest['when'].strip()}, {newest['commit']})"
+        for found in QUOTED_ABOUT.finditer(text):
+            assert abs(int(found.group(1)) - (minutes + seconds / 60)) <= 1, \
+                f"{page.relative_to(ROOT)}: {found.group(0)!r}, but the newest measured run took {newest['all']} in all"
+    assert quoted >= 2, "the README and the docs quote the suite's measured run"
