@@ -296,3 +296,18 @@ def test_every_quoted_suite_figure_is_the_newest_clean_measured_run():
             assert abs(int(found.group(1)) - (minutes + seconds / 60)) <= 1, \
                 f"{page.relative_to(ROOT)}: {found.group(0)!r}, but the newest measured run took {newest['all']} in all"
     assert quoted >= 2, "the README and the docs quote the suite's measured run"
+
+
+def test_a_lesson_pages_math_typesets_offline_in_the_bundled_font(site):
+    """In Chromium, from file://: MathJax typesets the lesson's matrix X^T in the STIX-Web font the site bundles and
+    asks for no font it lacks (before the site's local/course configuration it asked for its TeX fonts, got a 404,
+    and fell back to upright letters and unstretched brackets). The spans' boxes MathJax 2 reports are line boxes,
+    not glyph heights, so the bracket's size is not measured here."""
+    out, _, _ = site
+    done = subprocess.run(["node", str(ROOT / "tests" / "browser" / "math.mjs")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "LESSON_PAGE": str(out / "course" / "sharded_step.html")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not measured.get("error") and measured["errors"] == 0, measured
+    assert not [url for url in measured["failed"] if "mathjax" in url], measured["failed"]
+    assert measured["font"] == "STIX-Web", measured

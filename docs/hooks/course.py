@@ -107,6 +107,15 @@ def on_page_content(html, page, config, files):
 MATHJAX_PARTS = ["MathJax.js", "config", "extensions", "jax", "fonts", "LICENSE"]
 
 
+# The package bundles the STIX-Web fonts only, while MathJax 2.7's HTML-CSS output asks for its TeX fonts first (a
+# 404 for fonts/TeX/fontdata.js, then upright variables and brackets that do not stretch): mkdocs.yml's MathJax URL
+# loads this configuration too ("local/course"), which makes STIX-Web the only font it asks for.
+LOCAL_CONFIG = """MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web",
+                                   imageFont: null}});
+MathJax.Ajax.loadComplete("[MathJax]/config/local/course.js");
+"""
+
+
 def copy_mathjax(site_dir: Path) -> None:
     import jupyter_server_mathjax
 
@@ -119,6 +128,8 @@ def copy_mathjax(site_dir: Path) -> None:
         else:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest)
+    (target / "config" / "local").mkdir(parents=True, exist_ok=True)
+    (target / "config" / "local" / "course.js").write_text(LOCAL_CONFIG)
 
 
 def _remove_scratch() -> None:
