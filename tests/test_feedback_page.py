@@ -309,6 +309,7 @@ def test_a_graded_feedback_page_in_chromium(tmp_path, course):
     assert seen["secrets_found"] == [], seen
     assert seen["pending_in_header"], seen
     assert re.search(r"a long line x{400}", seen["long_line_text"] or ""), seen  # the printed line, wrapped
+    assert [v for v in seen["axe"] if v["impact"] in ("critical", "serious")] == [], seen["axe"]
 
 
 def test_a_hidden_block_inside_an_indented_block_moves_the_whole_cell_last():

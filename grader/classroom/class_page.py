@@ -157,7 +157,7 @@ def page(summary: ClassSummary, *, title: str = "Class report") -> str:
                          _num(s.seconds, 1), _e(s.status)] for s in summary.slowest], {2}) + "</details>"]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\"><title>{_e(title)}</title>"
-            f"<style>{STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
+            f"<style>{STYLE}</style></head><body><main>" + "\n".join(parts) + "</main></body></html>")
 
 
 def _csv(header: list[str], rows: list[list]) -> str:
@@ -188,8 +188,8 @@ def placeholder(out: Path) -> Path | None:
         return None
     atomic_write(index, f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
                         f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\"><title>Class report</title>"
-                        f"<style>{STYLE}</style></head><body><h1>Class report</h1><p>No class has been reported yet. "
+                        f"<style>{STYLE}</style></head><body><main><h1>Class report</h1><p>No class has been reported yet. "
                         "After grading, run <code>python -m grader report --out . --html</code> in the course root "
                         "(<code>make demo</code> does): this page then shows the scores, the hardest tests, the "
-                        "most common mistakes, the statuses and the grading time.</p></body></html>")
+                        "most common mistakes, the statuses and the grading time.</p></main></body></html>")
     return index

@@ -22,16 +22,18 @@ def when(seconds: float) -> str:
 def page(title: str, paragraphs: list[str]) -> str:
     """A feedback page of the service's own (every text escaped; no script, no request)."""
     body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
-    return ("<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+    return ("<!doctype html><html lang='en'><head><meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
             "style-src 'unsafe-inline'\"><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;max-width:50em;margin:2em}}"
-            f"</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+            f"</style></head><body><main><h1>{html.escape(title)}</h1>{body}</main></body></html>")
 
 
 def with_banner(feedback: str, lines: list[str]) -> str:
     banner = ("<div class='attempt' style='border:1px solid #88a;background:#eef;padding:.5em 1em;margin:1em 0'>"
               + "".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</div>")
-    head, found, rest = feedback.partition("<body>")
+    head, found, rest = feedback.partition("<main>")  # inside the page's main landmark, at its top
+    if not found:
+        head, found, rest = feedback.partition("<body>")
     return head + found + banner + rest if found else banner + feedback
 
 

@@ -188,9 +188,9 @@ def render(result: NotebookResult, executed, manual=None, late=None) -> str:
     text = _Text(executed)
     by_test = {t.grade_id: t for t in result.tests}
     parts = [
-        f"<!doctype html><html><head><meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
+        f"<!doctype html><html lang='en'><head><meta http-equiv='Content-Security-Policy' content=\"{CSP}\">",
         "<meta charset='utf-8'>",
-        f"<title>Feedback: {text(result.assignment_id)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>Feedback: {text(result.assignment_id)}</title><style>{_STYLE}</style></head><body><main>",
         f"<h1>{text(result.assignment_id)} · {text(result.student_id)}</h1>",
         *_header(result, executed, manual, text),
         *_late_html(result, late, bool(result.manual_max_score) and (not manual or any(g.score is None for g in manual)),
@@ -234,5 +234,5 @@ def render(result: NotebookResult, executed, manual=None, late=None) -> str:
             )
             continue
         parts.append(f"<div class='cell'><pre>{text(public)}</pre>{outputs}</div>")
-    parts.append("</body></html>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)

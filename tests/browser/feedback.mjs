@@ -9,11 +9,12 @@
 //     or that reach past the page's right edge;
 //   secrets_found: secrets present anywhere in the page's text or markup;
 //   pending_in_header: the pending words are in the page's status lines, above the first table;
-//   long_line_text: the text of the output block that starts with "a long line", if any.
+//   long_line_text: the text of the output block that starts with "a long line", if any;
+//   axe: axe-core's WCAG 2.1 A/AA violations on the page.
 // Exit status 0 unless the browser failed.
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { launchChromium } from './common.mjs';
+import { axeViolations, launchChromium } from './common.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const manifest = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
@@ -34,7 +35,7 @@ try {
       .map((pre) => `${pre.textContent.slice(0, 60)} (${pre.scrollWidth} > ${pre.clientWidth})`);
     const images = [...document.querySelectorAll('img')];
     const status = [];
-    for (const element of document.body.children) {
+    for (const element of (document.querySelector('main') || document.body).children) {
       if (element.tagName === 'TABLE') break;
       status.push(element.textContent);
     }
@@ -51,6 +52,7 @@ try {
       markup: document.documentElement.outerHTML,
     };
   }, { printed: manifest.printed, pending: manifest.pending });
+  seen.axe = await axeViolations(page);
   seen.secrets_found = manifest.secrets.filter((secret) => seen.text.includes(secret) || seen.markup.includes(secret));
   delete seen.text;
   delete seen.markup;
