@@ -129,6 +129,8 @@ def test_hostile_ids_and_messages_render_as_text(tmp_path):
     _hostile_class(tmp_path, 8)
     seen = _open(_report(tmp_path), "hostile")
     assert seen["injected"] == 0 and seen["dialogs"] == [] and seen["scripts"] == 0 and seen["csp_violations"] == []
+    # WCAG 2.1 A/AA (axe-core): nothing critical or serious on the instructor's page, hostile names and all
+    assert [v for v in seen["axe"] if v["impact"] in ("critical", "serious")] == [], seen["axe"]
     flagged = {row[0] for row in _table(seen, "learner", "notebook")}
     assert any(HOSTILE[2] in name for name in flagged)  # the ids shown as the text they are
     mistakes = _table(seen, "learners", "notebook")

@@ -6,10 +6,11 @@
 //   tables: for each <table>, its rows as arrays of cell texts (header row first);
 //   details / details_open: <details> elements, and those open without a click (aggregate first: none);
 //   scripts: <script> elements; csp_violations: securitypolicyviolation events (a blocked request or script);
-//   injected: elements a hostile id could have made (any element carrying an attribute named "data-pwned").
+//   injected: elements a hostile id could have made (any element carrying an attribute named "data-pwned");
+//   axe: axe-core's WCAG 2.1 A/AA violations on the page.
 // Exit status 0 unless the browser failed.
 import { pathToFileURL } from 'node:url';
-import { launchChromium } from './common.mjs';
+import { axeViolations, launchChromium } from './common.mjs';
 
 const [file, screenshot] = process.argv.slice(2);
 const browser = await launchChromium();
@@ -40,6 +41,7 @@ try {
     };
   });
   seen.dialogs = dialogs;
+  seen.axe = await axeViolations(page);
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
   console.log(JSON.stringify(seen));
 } finally {
