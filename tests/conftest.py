@@ -32,7 +32,7 @@ SCENARIO_GROUPS = {
     "corpus": ROOT / "tests" / "corpus",
     "attack": ROOT / "tests" / "attacks",
 }
-CORPUS_LIMITS = Limits(cell_timeout_s=25, notebook_timeout_s=240, memory_mb=3072, max_output_bytes=4 * 1024 * 1024)
+CORPUS_LIMITS = Limits(cell_timeout_s=15, notebook_timeout_s=240, memory_mb=3072, max_output_bytes=4 * 1024 * 1024)
 
 
 @dataclass
