@@ -179,11 +179,11 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.manual = data.get("manual") is True
         run.manual_only = data.get("manual_only") is True
         run.moves_data = data.get("moves_data") is True
-        probes = data.get("probes") if isinstance(data.get("probes"), list) else []
-        calls = [[_array(v).astype(spec.dtype) for v, spec in zip(p["inputs"], program.inputs)] for p in probes
-                 if isinstance(p, dict) and isinstance(p.get("inputs"), list) and len(p["inputs"]) == len(program.inputs)]
-        run.probes = _probes([p.get("outputs") for p in probes if isinstance(p, dict)], calls) \
-            if len(calls) == len(probes) else []
+        probes = data.get("probes")
+        if isinstance(probes, list) and all(isinstance(p, dict) and isinstance(p.get("inputs"), list)
+                                            and len(p["inputs"]) == len(program.inputs) for p in probes):
+            calls = [[_array(v).astype(spec.dtype) for v, spec in zip(p["inputs"], program.inputs)] for p in probes]
+            run.probes = _probes([p.get("outputs") for p in probes], calls)
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

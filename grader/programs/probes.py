@@ -56,7 +56,8 @@ def is_own_derivative(run, probed: int, value: int, derivative: int) -> bool:
     for index in range(base.size):
         (up_in, up_out), (down_in, down_out) = run.probes[2 * index], run.probes[2 * index + 1]
         up, down = _scalar(up_out, value), _scalar(down_out, value)
-        step = float(up_in[probed].astype(np.float64).ravel()[index] - down_in[probed].astype(np.float64).ravel()[index])
+        up_at, down_at = (call[probed].astype(np.float64).ravel()[index] for call in (up_in, down_in))
+        step = float(up_at - down_at)
         if up is None or down is None or step <= 0:
             return False
         differences[index] = (up - down) / step

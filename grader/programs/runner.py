@@ -139,7 +139,7 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
         return {**verdict, "error": f"it takes {count} argument(s), not {len(inputs)}"}
     args, expected_in = [], []
     for spec, aval in zip(inputs, exported.in_avals):
-        host = np.asarray(spec["data"], dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"])
+        host = _host(spec["data"], spec)
         if tuple(aval.shape) != host.shape or aval.dtype != host.dtype:
             return {**verdict, "error": f"it takes {_shown(aval)} where the course passes "
                                         f"{host.dtype.name}{list(host.shape)}"}
@@ -178,17 +178,23 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
     return verdict
 
 
+def _host(data: list, spec: dict):
+    """One argument as the request describes it: its flat values, in its shape and dtype (a host array)."""
+    import numpy as np
+
+    return np.asarray(data, dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"])
+
+
 def _probes(compiled, calls: list, inputs: list, shardings: list) -> list | None:
     """The output values of the same executable on each further call's inputs (``grader.programs.probes``), placed
     as the first call's; None when one failed (the first call's verdict stands)."""
     import jax
-    import numpy as np
 
     values = []
     try:
         for call in calls:
-            args = [jax.device_put(np.asarray(data, dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"]),
-                                   sharding) for data, spec, sharding in zip(call, inputs, shardings, strict=True)]
+            args = [jax.device_put(_host(data, spec), sharding)
+                    for data, spec, sharding in zip(call, inputs, shardings, strict=True)]
             values.append([_array(value) for value in jax.tree_util.tree_leaves(compiled(*args))])
     except Exception:  # noqa: BLE001 - a probe that fails proves nothing either way
         return None

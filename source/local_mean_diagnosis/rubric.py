@@ -78,6 +78,11 @@ def guarded_means(sums, counts):
     return np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
 
 
+def nonzero_mean(losses, mask) -> float:
+    kept = np.where(mask, losses.astype(np.float64), 0.0)
+    return float(kept.sum() / max(np.count_nonzero(kept), 1))
+
+
 def masked_mistakes(losses, mask, num_shards: int) -> list[Mistake]:
     """Wrong denominators and weights for a masked mean over ``num_shards`` blocks of sequences."""
     sums, counts = block_partials(losses, mask, num_shards)
@@ -96,8 +101,8 @@ def masked_mistakes(losses, mask, num_shards: int) -> list[Mistake]:
                 "few valid tokens weigh as much as long ones"),
         Mistake(losses.astype(np.float64).mean(), "it averages every position: padding tokens were counted"),
         Mistake(total / mask.size, "it divides by every position: padding tokens were counted"),
-    ] + ([Mistake(total / nonzero, NONZERO)] if (nonzero := np.count_nonzero(np.where(mask, losses, 0.0)))
-         and nonzero != mask.sum() else [])
+    ] + ([Mistake(nonzero_mean(losses, mask), NONZERO)]
+         if (nonzero := np.count_nonzero(np.where(mask, losses, 0.0))) and nonzero != mask.sum() else [])
 
 
 NONZERO = ("it counts the non-zero losses, not the targets: a target predicted perfectly (a loss of 0) is still a "
@@ -313,11 +318,6 @@ def nonzero_charged(e: Evidence) -> bool:
     recorded, wrong = e.elsewhere("test-device-partials", "hidden.device.counts"), nonzero_counts(losses, mask, p)
     return recorded is not None and recorded.shape == wrong.shape and bool(np.array_equal(recorded, wrong)) and \
         not np.array_equal(wrong, mask.reshape(p, -1).sum(axis=1))
-
-
-def nonzero_mean(losses, mask) -> float:
-    kept = np.where(mask, losses.astype(np.float64), 0.0)
-    return float(kept.sum() / max(np.count_nonzero(kept), 1))
 
 
 @rubric.test("test-device-partials")
