@@ -1,7 +1,7 @@
-# scenario: the budget test's "own" candidate is whatever ring_payload returns when the test cell calls it, so ring_payload answers the payload test correctly but returns (0, 0) for the budget's gradient sizes (2**20 in the lesson; any G that is not among the payload cases, 960 in the hidden one), and transfer_budget hard-codes both byte columns to 0: 23/23 with no transfer budget computed (_own_budget in source/collectives/rubric.py trusts budget.own_payloads, recorded by the kernel, with no degenerate-value guard and no check that it matches payload.hidden's function)
+# scenario: the budget test's "own" candidate is whatever ring_payload returns when the test cell calls it, so ring_payload answers the payload test correctly but returns (0, 0) for the budget's gradient sizes (2**20 in the lesson; any G that is not among the payload cases, 960 in the hidden one), and transfer_budget hard-codes both byte columns to 0: 23/23 with no transfer budget computed (_own_budget in source/collectives/rubric.py trusts budget.own_payloads, recorded by the kernel, with no degenerate-value guard and no check that it matches payload.hidden's function). Now the payload test also judges ring_payload at the budget's sizes (where this one answers 0), and the budget rejects degenerate payloads
 # base: solution
 # expect-status: graded
-# expect-fail: test-budget
+# expect-fail: test-payload test-budget
 # %% cell payload
 def ring_payload(gradient_bytes, ranks):
     if gradient_bytes >= 2**20 or gradient_bytes % 48 == 0 and gradient_bytes not in (96, 48):

@@ -1,0 +1,33 @@
+# scenario: shard_gradient alone assumes the notebook's four devices (it fails on a smaller mesh), which costs test-reduce-scatter's 3 points; the learner breaks all_gradient and gather on a smaller mesh too, so that one mistake of make_collectives shows in all three tests, hoping it is then charged once at a cheaper test (test-all-reduce or test-all-gather, 2 points each). It is charged at test-reduce-scatter, the test of the three worth the most: spreading a mistake never costs less
+# base: solution
+# expect-status: graded
+# expect-fail: test-reduce-scatter
+# expect-message: a mistake they share on this mesh is charged here only
+# %% cell collectives
+def local_contribution(features, labels, weights, global_count):
+    residual = features @ weights - labels
+    return 2 * features.T @ residual / global_count
+
+
+def make_collectives(mesh, global_count):
+    if mesh.devices.size != 4:
+        raise ValueError("this course runs on four devices")
+    in_specs = (P("data", None), P("data"), P())
+
+    def reduce_all(a, b, weights):
+        return jax.lax.psum(local_contribution(a, b, weights, global_count), "data")
+
+    def reduce_shard(a, b, weights):
+        return jax.lax.psum_scatter(local_contribution(a, b, weights, global_count), "data", tiled=True)
+
+    def gather_all(portion):
+        return jax.lax.all_gather(portion, "data", tiled=True)
+
+    all_gradient = jax.jit(jax.shard_map(reduce_all, mesh=mesh, in_specs=in_specs, out_specs=P()))
+    shard_gradient = jax.jit(jax.shard_map(reduce_shard, mesh=mesh, in_specs=in_specs, out_specs=P("data")))
+    gather = jax.jit(jax.shard_map(gather_all, mesh=mesh, in_specs=P("data"), out_specs=P(), check_vma=False))
+    return all_gradient, shard_gradient, gather
+
+
+all_gradient, shard_gradient, gather = make_collectives(mesh, len(host_y))
+first_run = all_gradient(x, y, w), gather(shard_gradient(x, y, w))
