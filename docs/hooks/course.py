@@ -139,6 +139,16 @@ def _remove_scratch() -> None:
         _scratch = None
 
 
+SCROLLER = re.compile(r"<(pre|div class=\"highlight-ipynb[^\"]*\")(?![^>]*\btabindex=)")
+
+
+def on_post_page(output, page, config):
+    """Every code block that may scroll sideways can be reached with the keyboard (WCAG 2.1.1; axe-core's
+    scrollable-region-focusable): a lesson's cells and the docs' code blocks take the focus, so the arrow keys
+    scroll them."""
+    return SCROLLER.sub(lambda m: f'<{m.group(1)} tabindex="0"', output)
+
+
 def on_post_build(config):
     copy_mathjax(Path(config.site_dir))
     _remove_scratch()
