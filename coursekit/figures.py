@@ -29,26 +29,54 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
     return path
 
 
+def describe(fig) -> str:
+    """The figure in words, from the data it was drawn from (its alternative text for readers who cannot see it):
+    its title, then each panel's title, and each series' value at each label with the panel's unit; a diagram
+    built by ``mechanism_diagram`` carries its own description."""
+    if getattr(fig, "course_description", None):
+        return fig.course_description
+    said = [fig._suptitle.get_text()] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        labels = [tick.get_text() for tick in ax.get_xticklabels()]
+        panel = [ax.get_title(loc="left") or ax.get_title()]
+        for container in ax.containers:
+            values = getattr(container, "datavalues", [])
+            pairs = ", ".join(f"{label} {value:.3g}" for label, value in zip(labels, values))
+            panel.append(f"{container.get_label()}: {pairs}" + (f" ({ax.get_ylabel()})" if ax.get_ylabel() else ""))
+        said.append(". ".join(part for part in panel if part))
+    return ". ".join(part for part in said if part) + "."
+
+
 def show(fig, figures_dir: str | Path, name: str) -> None:
     """Save ``fig`` as ``figures_dir/name``, display it below the cell, close ``fig``.
 
     The figure is displayed explicitly, never left to the inline backend: that backend
     shows only the first figure a kernel draws inside ``rc_context``, so later figure
-    cells would show nothing. The output holds the saved SVG and a PNG of the same
-    figure: JupyterLab shows the SVG in a notebook it trusts and the PNG otherwise (a
-    reopened notebook, the grader's sanitized copies). Closing the figure keeps it
-    from being drawn a second time. ``figures_dir=None`` (the grader's runs, whose
-    sanitized copies keep no SVG) saves nothing and displays the PNG only.
+    cells would show nothing. The output is an HTML image of the saved SVG whose
+    alternative text says the figure's data (``describe``): JupyterLab's own image
+    outputs carry no alternative text, so a screen reader would find nothing there.
+    The output also holds the SVG and a PNG of the same figure, for a reader that
+    renders no HTML. Closing the figure keeps it from being drawn a second time.
+    ``figures_dir=None`` (the grader's runs, whose sanitized copies keep neither HTML
+    nor SVG) saves nothing and displays the PNG only.
     """
+    from html import escape
+
     from IPython.display import display
 
     svg = None if figures_dir is None else save(fig, figures_dir, name).read_text()
+    words = describe(fig)
     png = io.BytesIO()
     with plt.rc_context(_STYLE):
         fig.savefig(png, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     bundle = {"image/png": base64.b64encode(png.getvalue()).decode("ascii"), "text/plain": f"<Figure: {name}>"}
-    display(bundle if svg is None else {"image/svg+xml": svg, **bundle}, raw=True)
+    if svg is None:
+        display(bundle, raw=True)
+        return
+    source = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    html = f'<img src="{source}" alt="{escape(words, quote=True)}" style="max-width: 100%">'
+    display({"text/html": html, "image/svg+xml": svg, **bundle}, raw=True)
 
 
 def bar_panel(ax, labels, series, ylabel, value_format="{:.3g}"):
@@ -153,4 +181,11 @@ def mechanism_diagram(stages, transitions, participants, title):
         ax.axis("off")
         ax.set_title(title)
         fig.tight_layout()
+    steps = []
+    for s, (heading, holdings, _) in enumerate(stages):
+        held = "; ".join(f"{name} holds " + (", ".join(f"{value:g} at position {k + 1}" for k, value in enumerate(row)
+                                                          if value is not None) or "nothing")
+                         for name, row in zip(participants, holdings))
+        steps.append(f"{heading}: {held}" + (f". Then {' '.join(transitions[s].split())}" if s + 1 < len(stages) else ""))
+    fig.course_description = f"{title}. " + ". ".join(steps) + "."
     return fig

@@ -87,6 +87,21 @@ def test_every_figure_cell_displays_its_figure(executed, assignment, devices):
         images = [o for o in cell.outputs if o.output_type == "display_data"
                   and ({"image/svg+xml", "image/png"} & set(o.get("data", {})))]
         assert len(images) == 1, f"{assignment} at {devices} devices: cell {cell.id} shows {len(images)} figures, not 1"
+        _has_alternative_text(images[0].data, f"{assignment} at {devices} devices, cell {cell.id}")
+
+
+def _has_alternative_text(data, where: str) -> None:
+    """JupyterLab shows the HTML image, whose alternative text says the figure's data (the image outputs themselves
+    carry none, which axe-core's image-alt rule reports as critical): the same SVG, and words with its numbers."""
+    import base64
+    import html
+
+    found = re.fullmatch(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"<>]+)" '
+                         r'style="max-width: 100%">', data.get("text/html", ""))
+    assert found, f"{where}: no HTML image with alternative text: {data.get('text/html', '')[:200]!r}"
+    assert base64.b64decode(found.group(1)).decode("utf-8") == data["image/svg+xml"], f"{where}: another image"
+    words = html.unescape(found.group(2))
+    assert len(words) > 60 and re.search(r"\d", words) and words.endswith("."), f"{where}: alt text {words!r}"
 
 
 @pytest.mark.parametrize("assignment,devices", RUNS)

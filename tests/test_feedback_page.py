@@ -279,6 +279,7 @@ def test_a_graded_feedback_page_in_chromium(tmp_path, course):
 
     from grader.classroom.batch import grade_all
     from grader.course.variants import parse, write_submission
+    from grader.service import pages
     from grader.submission.pipeline import Settings
 
     _setup_browser()
@@ -290,10 +291,17 @@ def test_a_graded_feedback_page_in_chromium(tmp_path, course):
     assert [t.points for t in result.tests if t.grade_id == "test-loss-and-gradient"] == [1.0]
     page = next((tmp_path / "out" / "feedback").rglob("*.html"))
     lines, seeds = hidden_secrets(course)
+    assert "¶" not in page.read_text()  # no heading-link mark after every heading of the lesson
+    # the service's own pages: one for a submission over the limit, and the banner it puts on a graded attempt's page
+    over_limit = tmp_path / "over-limit.html"
+    over_limit.write_text(pages.page("Received, not graded now", ["Your submission of sharded_step is saved. You have "
+                                     "used 3 of 3 graded attempts in the last 24 hours.", "The course's rule: ..."]))
+    banner = tmp_path / "banner.html"
+    banner.write_text(pages.with_banner(page.read_text(), ["Attempt 2 of sharded_step, graded: 7 / 11 points."]))
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"file": str(page), "secrets": sorted(lines) + [f"seed={s}" for s in seeds],
                                     "printed": "my gradient at w = 0: [-21.0, -3.0]",
-                                    "pending": "still to be graded by hand"}))
+                                    "pending": "still to be graded by hand", "more": [str(over_limit), str(banner)]}))
     process = subprocess.Popen(["node", str(ROOT / "tests" / "browser" / "feedback.mjs"), str(manifest)], cwd=ROOT,
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -310,6 +318,9 @@ def test_a_graded_feedback_page_in_chromium(tmp_path, course):
     assert seen["pending_in_header"], seen
     assert re.search(r"a long line x{400}", seen["long_line_text"] or ""), seen  # the printed line, wrapped
     assert [v for v in seen["axe"] if v["impact"] in ("critical", "serious")] == [], seen["axe"]
+    assert len(seen["more_axe"]) == 2, seen["more_axe"]
+    for other, violations in seen["more_axe"].items():
+        assert [v for v in violations if v["impact"] in ("critical", "serious")] == [], (other, violations)
 
 
 def test_a_hidden_block_inside_an_indented_block_moves_the_whole_cell_last():

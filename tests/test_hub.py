@@ -316,6 +316,8 @@ def _a_term(url: str, fixture: dict, fixture_path: Path, log_path: Path, hub: su
     _as_instructor(python, "-m", "grader", "export", "--canvas", "canvas.csv")
     staff = step("formgrader", "instructor")
     assert staff["ours"] == [], staff["ours"]  # axe-core: the course's notice and columns in formgrader's page
+    # axe-core: the hub's login page, as the course configures it (grader/hub/templates/login.html)
+    assert [v for v in staff["login"] if v["impact"] in ("critical", "serious")] == [], staff["login"]
     for name, lms in (("ada", "40101"), ("blake", "40102")):
         total = float(_row(name)["total_score"])
         assert staff["cells"][name]["total"] == f"{round(total, 2):g} / 13", (name, staff["cells"])

@@ -134,6 +134,27 @@ def test_course_files_and_home_are_hidden(tmp_path):
     assert not (ROOT / "pwned.txt").exists()
 
 
+def test_an_environment_reached_through_a_symlink_runs_in_the_sandbox(tmp_path):
+    """A virtual environment linked into place (``/opt/venv`` -> the real folder) is how many machines install one;
+    the sandbox bound only the real folder, so the kernel's ``/opt/venv/bin/python`` did not exist inside and every
+    kernel died before replying ("Kernel died before replying to kernel_info")."""
+    if os.geteuid() != 0:
+        pytest.skip("mount namespaces need root here")
+    linked = tmp_path / "linked-venv"
+    linked.symlink_to(Path(sys.prefix).resolve())
+    python = linked / "bin" / Path(sys.executable).name
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
+    conf = Confinement(scratch=scratch, limits=Limits(), uid=61900, private_root=True,
+                       keep=[linked, Path(sys.base_prefix)])
+    conf.home.mkdir()
+    try:
+        command = launch_command(conf, sys.executable) + ["--", str(python), "-c", "import sys; print('ran', sys.prefix)"]
+        subprocess.run(command, timeout=60, check=False)
+        assert f"ran {linked}" in conf.log_file.read_text()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def test_environment_does_not_reveal_grading(tmp_path):
     log = _confined(tmp_path, """
         import os

@@ -9,6 +9,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -235,6 +236,9 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
     _nbgrader(workspace, learner, "fetch_feedback", assignment)
     pages = _fetched_pages(workspace, assignment)
     assert len(pages) == 2 and "Received, not graded now" in pages[0] and "You have used 1 of 1" in pages[0]
+    # nbgrader's timestamp (microseconds) is said to the second on both pages
+    assert all(re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)", page) and not re.search(r":\d\d\.\d{6}", page)
+               for page in pages), pages
     ledger = Ledger(course.root / "service" / "ledger").attempts(student, assignment)
     assert [a.status for a in ledger] == ["graded", "over_limit"]
     assert counting(Policy(), ledger) is ledger[0]

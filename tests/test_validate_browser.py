@@ -99,7 +99,9 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
             assert returncode == 0, f"{output}\n--- JupyterLab log ---\n{(ARTIFACTS / 'validate-lab.log').read_text()[-3000:]}"
             seen += json.loads(next(l for l in output.splitlines() if l.startswith("VALIDATE-RESULT "))[16:])
     quiz, summed, untiled, offline = seen
+    assert quiz["focusInDialog"], quiz  # reached, pressed and closed with the keyboard alone (validate.mjs)
     for dialog in seen:
+        assert dialog["axe"] == [], dialog["axe"]  # axe-core: no critical or serious violation in the message
         assert "passes all the tests" not in dialog["text"] and "The following cell failed" not in dialog["text"]
         assert "graded after you submit" in dialog["text"] and dialog["summaryFirst"], dialog
         assert "ACTUAL" not in dialog["text"] and "### BEGIN" not in dialog["text"] and dialog["markup"] == 0

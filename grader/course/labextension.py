@@ -11,6 +11,7 @@ failure; this module writes a copy of the extension where ``k`` shows them:
 * a failed answer starts with a paragraph holding its ``summary``;
 * each failure's heading becomes its ``title``, and its text (the grader's message) wraps;
 * each failure's error is written with ``innerText`` (text, never markup), and an empty one is not shown;
+* the answer's box, which scrolls when the answer is long, takes the keyboard's focus (a named region);
 * in the Assignment List (the same chunk), a submission with feedback gets "(ask for a regrade)" beside "(view
   feedback)": a link that opens the learner's regrade page (``grader.learner.regrade``) in a new tab.
 
@@ -36,6 +37,10 @@ REGRADE_VARIABLE = "graderRegrade"
 
 #: (nbgrader's text in ``k``, the course's), each expected exactly once in the chunk
 SUBSTITUTIONS = [
+    # the answer's box scrolls when it is long: it takes the keyboard's focus, as a named region (WCAG 2.1.1)
+    ('t.id="validation-message";',
+     't.id="validation-message",t.tabIndex=0,t.setAttribute("role","region"),'
+     't.setAttribute("aria-label","What Validate found");'),
     ('i.innerText="Success! Your notebook passes all the tests."',
      'i.innerText=void 0!==e.summary?e.summary:"The visible checks pass; the hidden cases are graded after you '
      'submit."'),

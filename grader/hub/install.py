@@ -163,7 +163,8 @@ def learners_python() -> Path:
 
 def environment(paths: Paths, checkout: Path) -> str:
     """Make or update the learners' environment; say what was done."""
-    code = [p for top in ("grader", "coursekit") for p in (checkout / top).rglob("*.py") if "__pycache__" not in p.parts]
+    code = [p for top in ("grader", "coursekit") for p in (checkout / top).rglob("*")
+            if p.suffix in (".py", ".html") and "__pycache__" not in p.parts]  # the code and the hub's templates
     deps, project = _digest([checkout / "pyproject.toml"]), _digest([checkout / "pyproject.toml", *code])
     stamps = paths.venv / ".course-deps", paths.venv / ".course-code"
     python = paths.venv / "bin" / "python"

@@ -67,6 +67,21 @@ def _bind(root: Path, path: Path, *, recursive: bool = True) -> None:
     mount(str(path), target, None, MS_BIND | (MS_REC if recursive else 0))
 
 
+def _links(root: Path, path: Path) -> None:
+    """Make each symlink on the way to ``path`` inside ``root`` too, so that ``path`` itself (the interpreter's own
+    ``sys.executable``, say) resolves there to the real folder, which ``build`` binds: without them a kernel started as
+    ``/opt/venv/bin/python``, with ``/opt/venv`` a link, found no such file and died before it could say why."""
+    current = Path("/")
+    for part in path.parts[1:]:
+        current = current / part
+        if current.is_symlink():
+            target = _inside(root, current)
+            if not os.path.lexists(target):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.readlink(current), target)
+            current = current.resolve()
+
+
 def _mounts_below(root: Path) -> list[tuple[Path, int]]:
     """Mount points at or below ``root`` with the per-mount flags to keep, outermost first."""
     found = []
@@ -127,6 +142,8 @@ def build(new_root: Path, home: Path, inside_home: Path, keep: list[Path], *, ca
     # After the private /tmp, so that a course kept below /tmp (a CI checkout) stays visible.
     for path in sorted({p.resolve() for p in keep}, key=lambda p: len(p.parts)):
         _bind(new_root, path)
+    for path in keep:  # a path reached through a symlink (an environment linked into /opt): its links too
+        _links(new_root, path)
     target = _inside(new_root, inside_home)
     target.mkdir(parents=True, exist_ok=True)
     mount(str(home), target, None, MS_BIND)  # not recursive: nothing is mounted below it

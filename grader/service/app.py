@@ -172,8 +172,9 @@ class Service:
         print(f"serve: {arrival.name!r}: refused: {reason}", file=sys.stderr, flush=True)
         if secret is not None:
             notebook = Path(notebook_name(arrival.assignment_id)).stem if arrival.assignment_id else "notebook"
+            said = f"Your submission {timestamps.shown(arrival.timestamp)} could not be graded: {reason}."
             exchange.release(self.options.exchange, self.options.course_id, secret, notebook,
-                             pages.page("Not graded", [f"Your submission {arrival.timestamp} could not be graded: {reason}."]))
+                             pages.page("Not graded", [said]))
 
     def _over_limit(self, arrival, now: float, decision, secret: str, notebook: str) -> None:
         limit = self.options.policy
@@ -192,7 +193,7 @@ class Service:
                     f"{pages.standing(self.options, self.course.root, arrival.student_id, arrival.assignment_id, counted)}."
         exchange.release(self.options.exchange, self.options.course_id, secret, notebook, pages.page(
             "Received, not graded now", [
-                f"Your submission of {arrival.assignment_id} ({arrival.timestamp}) is saved. {said}",
+                f"Your submission of {arrival.assignment_id} ({timestamps.shown(arrival.timestamp)}) is saved. {said}",
                 f"The course's rule: {limit.describe()}. A submission over the limit does not count and shows no "
                 "test results; this keeps Submit from becoming a way to probe the hidden tests. Keep working with "
                 "Validate, which runs the visible checks as often as you like."]))
@@ -241,7 +242,7 @@ class Service:
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
         number = sum(1 for a in attempts if a.status != "over_limit")
         lines = [f"Graded by the course's grading service at {pages.when(time.time())}: attempt {number} of "
-                 f"{arrival.assignment_id} ({arrival.timestamp})."]
+                 f"{arrival.assignment_id} ({timestamps.shown(arrival.timestamp)})."]
         student, assignment = arrival.student_id, arrival.assignment_id
         if graded:
             rule = policy.describe().split("; ", 1)[1]

@@ -257,7 +257,8 @@ def markdown_to_html(source: str, attachments: dict) -> str:
     if cut is not None:
         return f"<pre>{html.escape(cut)}</pre>"
     source = source.translate({ord(c): None for c in _MATH_MARK})
-    renderer = _MathRenderer(escape=False, attachments=_Attachments(attachments or {}))
+    # no "¶" link after each heading: the page is read, not linked into (a learner took the marks for text)
+    renderer = _MathRenderer(escape=False, exclude_anchor_links=True, attachments=_Attachments(attachments or {}))
     try:
         rendered = MarkdownWithMath(renderer=renderer).render(source)
     except Exception:  # noqa: BLE001 - a markdown parser failure: show the text

@@ -32,6 +32,15 @@ class BadTimestamp(ValueError):
     """A timestamp that says no usable time; its text says why, in the learner's and instructor's words."""
 
 
+def shown(text: str) -> str:
+    """A timestamp of nbgrader's format as a page shows it, to the second (``2026-12-01 19:30:00 UTC``); any other
+    text unchanged."""
+    try:
+        return datetime.datetime.strptime(text, FORMAT).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (TypeError, ValueError):
+        return text
+
+
 def utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 

@@ -1,7 +1,7 @@
 // Opens a learner's feedback page in Debian's Chromium and reports what a learner sees.
 // Started by tests/test_feedback_page.py: `node feedback.mjs MANIFEST`, where MANIFEST is a JSON object
 //   { "file": "/abs/feedback.html", "secrets": ["hidden line", ...], "printed": "text the learner printed",
-//     "pending": "words of the header while hand grading is pending" }
+//     "pending": "words of the header while hand grading is pending", "more": ["/abs/other-page.html", ...] }
 // Prints one JSON object:
 //   printed_visible: the printed text is in a visible element of the page;
 //   figures / figures_loaded: <img> elements, and those decoded and laid out with a non-zero size;
@@ -10,7 +10,7 @@
 //   secrets_found: secrets present anywhere in the page's text or markup;
 //   pending_in_header: the pending words are in the page's status lines, above the first table;
 //   long_line_text: the text of the output block that starts with "a long line", if any;
-//   axe: axe-core's WCAG 2.1 A/AA violations on the page.
+//   axe: axe-core's WCAG 2.1 A/AA violations on the page; more_axe: {page: violations} for each of "more".
 // Exit status 0 unless the browser failed.
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -58,6 +58,11 @@ try {
   delete seen.markup;
   fs.mkdirSync('test-artifacts/browser', { recursive: true });
   await page.screenshot({ path: 'test-artifacts/browser/feedback.png', fullPage: true });
+  seen.more_axe = {};  // the service's own pages (manifest.more): axe-core's violations on each
+  for (const other of manifest.more || []) {
+    await page.goto(pathToFileURL(other).href, { waitUntil: 'load' });
+    seen.more_axe[other] = await axeViolations(page);
+  }
   console.log(JSON.stringify(seen));
 } finally {
   await browser.close();

@@ -32,8 +32,11 @@ const check = (condition, message) => { if (!condition) throw new Error(message)
 const shot = (page, name) => page.screenshot({ path: path.join(ARTIFACTS, `hub-${USER}-${name}.png`) });
 const server = `${HUB}/user/${USER}`;
 
+let loginViolations = null;  // axe-core on the hub's login page, read once (the staff's formgrader step)
+
 async function login(page) {
   await page.goto(`${HUB}/hub/login`);
+  if (STEP === 'formgrader') loginViolations = await axeViolations(page);
   await page.locator('#username_input').fill(USER);
   await page.locator('#password_input').fill(FIXTURE.passwords[USER]);
   await shot(page, 'login');
@@ -299,6 +302,7 @@ async function main() {
     const steps = { submit, resubmit, appeal, feedback, formgrader, grade };
     check(STEP in steps, `unknown step ${STEP}`);
     const result = await steps[STEP](page);
+    if (loginViolations) result.login = loginViolations;
     check(outside.length === 0, `requests left the machine: ${outside.slice(0, 3)}`);
     console.log(`HUB-RESULT ${JSON.stringify(result)}`);
   } finally {

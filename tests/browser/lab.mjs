@@ -9,7 +9,7 @@
 // Exits 0 when every check passed; otherwise prints the failed check and leaves failure-*.png.
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium } from './common.mjs';
+import { axeViolations, launchChromium } from './common.mjs';
 
 const LAB_URL = required('LAB_URL');
 const TOKEN = required('LAB_TOKEN');
@@ -234,6 +234,15 @@ async function solvedNotebook() {
   const errors = await page.locator('.jp-NotebookPanel .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count();
   check(errors === 0, `solved: ${errors} cells of the solved notebook show errors or stderr`);
   log(`solved: ${setupText.trim()}; figure ${size[0]}x${size[1]} px; no errors`);
+  // The course's outputs pass axe-core (a figure's alternative text says its data); the rest of the page is
+  // JupyterLab's own, whose rule ids docs/reference/accessibility.md lists
+  const alt = await image.first().getAttribute('alt');
+  check(alt && /\d/.test(alt) && alt.length > 60, `solved: the figure's alternative text is ${JSON.stringify(alt)}`);
+  const serious = (found) => found.filter((v) => v.impact === 'critical' || v.impact === 'serious');
+  const outputs = serious(await axeViolations(page, ['.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea']));
+  check(outputs.length === 0, `solved: axe-core finds in the outputs: ${JSON.stringify(outputs)}`);
+  const whole = serious(await axeViolations(page)).map((v) => `${v.id} (${v.impact}, ${v.nodes}: ${v.targets.join(" | ")})`);
+  log(`solved: the figure's alternative text: ${alt.slice(0, 120)}...; axe-core on JupyterLab's page: ${whole.join(', ')}`);
   await image.first().evaluate((node) => node.scrollIntoView({ block: 'center' }));
   await page.waitForTimeout(300);
   await shot('solved-sharded_step-figure');

@@ -12,7 +12,7 @@
 // the answer; exits 0 when every dialog appeared.
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium, contentsApi } from './common.mjs';
+import { axeViolations, launchChromium, contentsApi } from './common.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -42,7 +42,8 @@ async function validateCase(page, { name, content, notebook = FIXTURE.notebook }
   const button = page.locator('.jp-NotebookPanel-toolbar .validate-button').first();
   await button.waitFor({ state: 'visible', timeout: 30_000 });
   const began = Date.now();
-  await button.click();
+  const keyboard = index === 0;  // the first case with the keyboard alone: Tab to the toolbar, the arrows, Enter
+  if (keyboard) await pressValidate(page); else await button.click();
   const dialog = page.locator('.jp-Dialog').filter({ has: page.locator('#validation-message') });
   await dialog.waitFor({ state: 'visible', timeout: 300_000 });
   const message = dialog.locator('#validation-message');
@@ -56,11 +57,33 @@ async function validateCase(page, { name, content, notebook = FIXTURE.notebook }
     markup: await message.locator('pre *').count(),
     classes: await message.getAttribute('class'),
   };
+  seen.axe = (await axeViolations(page, ['#validation-message']))
+    .filter((v) => v.impact === 'critical' || v.impact === 'serious');  // the course's message in the dialog
   log(`${name}: Validate (${seen.seconds.toFixed(1)} s): ${seen.paragraphs[0]}`);
   await page.screenshot({ path: path.join(ARTIFACTS, `validate-${name}.png`) });
-  await dialog.locator('.jp-Dialog-button').last().click();
+  if (keyboard) {  // the dialog has the focus, and Escape closes it
+    seen.focusInDialog = await page.evaluate(() => Boolean(document.activeElement?.closest('.jp-Dialog')));
+    await page.keyboard.press('Escape');
+  } else {
+    await dialog.locator('.jp-Dialog-button').last().click();
+  }
   await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
   return seen;
+}
+
+// Reach the Validate button from the notebook with Tab (into the notebook's toolbar) and the arrow keys (along
+// it), as a learner who uses no mouse does, and press it with Enter.
+async function pressValidate(page) {
+  const where = () => page.evaluate(() => {
+    const active = document.activeElement;
+    if (active?.closest('.jp-NotebookPanel-toolbar .validate-button')) return 'validate';
+    return active?.closest('.jp-NotebookPanel-toolbar') ? 'toolbar' : 'elsewhere';
+  });
+  await page.locator('.jp-NotebookPanel .jp-Notebook').first().focus();
+  for (let tab = 0; tab < 40 && (await where()) === 'elsewhere'; tab += 1) await page.keyboard.press('Shift+Tab');
+  for (let arrow = 0; arrow < 40 && (await where()) === 'toolbar'; arrow += 1) await page.keyboard.press('ArrowRight');
+  check((await where()) === 'validate', `the keyboard does not reach the Validate button (focus: ${await where()})`);
+  await page.keyboard.press('Enter');
 }
 
 async function main() {
