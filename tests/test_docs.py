@@ -276,6 +276,29 @@ QUOTED_RUN = re.compile(r"(\d+) tests(?: passed)? in (\d+ min \d+ s) of pytest, 
 QUOTED_ABOUT = re.compile(r"`make test` takes about (\d+)\s+minutes")
 
 
+# A throughput, a ratio to the floor or the instructor's CPU per submission, as the pages quote them
+QUOTED_THROUGHPUT = re.compile(r"(\d[\d,]*(?:\.\d+)?)(?: submissions| notebooks)? (?:per|a) minute|(\d+\.\d\d?)x\b|"
+                               r"(\d[\d,]*(?:\.\d+)?) ms of CPU per submission")
+
+
+def test_every_quoted_throughput_and_ratio_is_a_measured_one():
+    """Each throughput ("N per minute"), ratio ("0.63x") and instructor cost the README and the docs quote is a
+    figure of benchmarks/RESULTS.md, where the benchmark scripts' runs are kept, rounded as the page rounds it: a
+    figure typed by hand, or left behind by a newer run, fails here."""
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    measured = {float(t.replace(",", "")) for t in re.findall(r"(?<![\w.])\d[\d,]*(?:\.\d+)?", results)}
+    quoted = 0
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for found in QUOTED_THROUGHPUT.finditer(text):
+            figure = next(group for group in found.groups() if group).replace(",", "")
+            places = len(figure.split(".")[1]) if "." in figure else 0
+            quoted += 1
+            assert any(round(value, places) == float(figure) for value in measured), \
+                f"{page.relative_to(ROOT)} quotes {found.group(0)!r}, which no run in benchmarks/RESULTS.md measured"
+    assert quoted >= 20, quoted
+
+
 def test_every_quoted_suite_figure_is_the_newest_clean_measured_run():
     """The suite's size and time are quoted on several pages; their one source is the newest measured run without a
     failure in docs/how-to/test-and-ci.md's table, and every quote must be that run (a page cannot keep an old one)."""

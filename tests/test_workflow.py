@@ -66,6 +66,28 @@ def test_regenerating_the_course_keeps_the_learners_workspace(tmp_path):
     assert not list(mine.glob("rubric*.py")) and not list(mine.rglob("*solution*"))
 
 
+def test_a_learners_fresh_copy_says_what_its_kernel_reports_so_it_opens_unchanged(tmp_path):
+    """JupyterLab writes the kernel's language_info into a notebook it opens unless the notebook holds exactly that
+    already; the released notebooks name the language only, so a fresh copy showed as changed at once and asked to
+    be saved when closed. The learner's copies (``seed``; the exchange's, ``release_here``; the hub's release
+    folder) hold what a real kernel of this environment says in its kernel_info reply."""
+    from jupyter_client.manager import start_new_kernel
+
+    from grader.course.workspace import seed
+
+    course = copy_course(tmp_path / "course")
+    assert nbformat.read(course.release_notebook("sharded_step"), as_version=4).metadata.language_info == {"name": "python"}
+    seed(course)
+    copied = nbformat.read(course.root / "workspace" / "sharded_step" / "sharded_step.ipynb", as_version=4)
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        reported = client.kernel_info(reply=True, timeout=60)["content"]["language_info"]
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert copied.metadata.language_info == reported
+
+
 def test_workspace_is_ignored_by_git_and_seeded_without_rubrics():
     ignored = subprocess.run(["git", "check-ignore", "-q", "workspace/sharded_step/sharded_step.ipynb"], cwd=ROOT)
     assert ignored.returncode == 0, "workspace/ must be git-ignored"

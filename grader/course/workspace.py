@@ -13,6 +13,7 @@ server (``make instructor``) is rooted at the course and opens formgrader.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,33 @@ _SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "rubric*.py"
 
 
 EXCHANGE = "exchange"
+
+_LANGUAGE_INFO = ("import json; from ipykernel.ipkernel import IPythonKernel; "
+                  "print(json.dumps(IPythonKernel.language_info))")
+
+
+def kernel_language_info(python: str | Path = sys.executable) -> dict:
+    """The ``language_info`` the course's kernel (ipykernel under ``python``) reports when a notebook opens."""
+    done = subprocess.run([str(python), "-c", _LANGUAGE_INFO], capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def complete_language_info(folder: Path, info: dict) -> list[Path]:
+    """Give each notebook below ``folder`` the kernel's whole ``language_info`` (return those changed).
+
+    The released notebooks name the language only: ``notebooks/`` is generated on any machine, and the interpreter's
+    version is this machine's. JupyterLab writes what the kernel reports into a notebook it opens unless it equals
+    what is there already, so a learner's fresh copy showed as changed at once and asked to be saved when closed."""
+    import nbformat
+
+    changed = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        if notebook.metadata.get("language_info") != info:
+            notebook.metadata["language_info"] = info
+            nbformat.write(notebook, path)
+            changed.append(path)
+    return changed
 
 
 def ensure_exchange(course: Course) -> Path:
@@ -57,6 +85,11 @@ def release_here(course: Course) -> list[str]:
                               cwd=course.root, env=_jupyter_env(None), capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"nbgrader release_assignment {assignment} failed:\n{done.stdout}{done.stderr}")
+    if missing:  # what the Assignment List's Fetch copies, as the kernel here will describe it
+        info = kernel_language_info()
+        for assignment in missing:
+            for released in exchange.glob(f"*/outbound/{assignment}"):
+                complete_language_info(released, info)
     return missing
 
 
@@ -87,6 +120,10 @@ def seed(course: Course, workspace: Path | None = None) -> list[Path]:
             continue
         shutil.copytree(released, mine, ignore=_SKIP)
         created.append(mine)
+    if created:
+        info = kernel_language_info()
+        for mine in created:
+            complete_language_info(mine, info)
     return created
 
 

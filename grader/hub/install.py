@@ -194,6 +194,10 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.executed.ipynb", "labextensions")
     for folder in ("source", "notebooks", "lab"):
         shutil.copytree(checkout / folder, paths.course / folder, ignore=ignore, dirs_exist_ok=True)
+    from grader.course.workspace import complete_language_info, kernel_language_info
+
+    # the release folder as the learners' kernel describes it, so a fetched notebook does not open as changed
+    complete_language_info(paths.course / "notebooks", kernel_language_info(paths.venv / "bin" / "python"))
     shutil.copy2(checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
     from grader.classroom.class_page import placeholder
 
