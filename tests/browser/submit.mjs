@@ -6,7 +6,8 @@
 //                                hidden-test lines, the named mistake the page must show
 //   ARTIFACTS_DIR, CHROMIUM      screenshots; the browser (default /usr/bin/chromium)
 // Every step is a click (Fetch, Submit, the list's refresh, Fetch Feedback) except writing the learner's cells,
-// done through the contents API as an editor's save would. Prints `SUBMIT-RESULT {json}` for the Python side.
+// done through the contents API as an editor's save would, and the second Submit, made with the keyboard alone.
+// Prints `SUBMIT-RESULT {json}` for the Python side.
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchChromium, contentsApi } from './common.mjs';
@@ -55,13 +56,25 @@ async function fetchAndSolve() {
   log(`learner: fetched ${A} and saved ${written} cells`);
 }
 
+// From the Assignment List's first control (its refresh button), Tab until `target` has the focus, then Enter: the
+// list's buttons are in the keyboard's order, as a learner who uses no mouse needs them.
+async function pressWithKeyboard(target, name) {
+  await page.locator('#refresh_assignments_list').focus();
+  const focused = () => target.evaluate((element) => element === document.activeElement);
+  for (let tab = 0; tab < 60 && !(await focused()); tab += 1) await page.keyboard.press('Tab');
+  check(await focused(), `the keyboard does not reach ${name} in the Assignment List`);
+  await page.keyboard.press('Enter');
+  log(`learner: ${name} reached with Tab and pressed with Enter`);
+}
+
 // Submit, then refresh the list (its own button) until the newest submission has feedback to fetch.
 async function submitAndWait(nth) {
   await openAssignmentList(`submit-${nth}`);
   const submitted = page.locator('#submitted_assignments_list .nested_list_item');
   const before = await submitted.count();
   const began = Date.now();
-  await listItem('fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).first().click();
+  const button = listItem('fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).first();
+  if (nth === 2) await pressWithKeyboard(button, 'Submit'); else await button.click();
   const deadline = Date.now() + 240_000;
   for (;;) {
     const rows = await submitted.count();
