@@ -299,6 +299,28 @@ def test_every_quoted_throughput_and_ratio_is_a_measured_one():
     assert quoted >= 20, quoted
 
 
+DEMO_ROW = re.compile(r"^\| (\d{4}-\d\d-\d\d) (\d\d:\d\d) \| [^|]+ \| (\d+ min \d+ s) \|", re.M)
+QUOTED_DEMO = re.compile(r"`make demo` takes about [\d.]+\s+minutes\s+after the install\s+\((\d+ min \d+ s) on "
+                         r"(\d{4}-\d\d-\d\d)(?: at (\d\d:\d\d) UTC)?")
+
+
+def test_every_quoted_demo_time_is_the_newest_measured_demo_run():
+    """The time `make demo` takes, wherever the README and the docs quote it, is the newest row of the measured runs
+    of `make demo` in docs/how-to/test-and-ci.md (its date, and its time of day where the page gives one)."""
+    table = (ROOT / "docs" / "how-to" / "test-and-ci.md").read_text(encoding="utf-8")
+    section = table.split("## Measured runs of `make demo`", 1)[1].split("\n## ", 1)[0]
+    rows = DEMO_ROW.findall(section)
+    assert rows, "docs/how-to/test-and-ci.md has no measured run of make demo"
+    day, clock, took = rows[-1]
+    quoted = 0
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for found in QUOTED_DEMO.finditer(page.read_text(encoding="utf-8")):
+            quoted += 1
+            assert found.group(1) == took and found.group(2) == day and found.group(3) in (None, clock), \
+                f"{page.relative_to(ROOT)} quotes {found.group(0)!r}; the newest measured run is {took} on {day} {clock}"
+    assert quoted >= 3, quoted
+
+
 def test_every_quoted_suite_figure_is_the_newest_clean_measured_run():
     """The suite's size and time are quoted on several pages; their one source is the newest measured run without a
     failure in docs/how-to/test-and-ci.md's table, and every quote must be that run (a page cannot keep an old one)."""

@@ -5,7 +5,8 @@
 //   SUBMIT_FIXTURE               a JSON file: assignment, solutions {grade_id: source} (the learner's cells),
 //                                hidden-test lines, the named mistake the page must show
 //   ARTIFACTS_DIR, CHROMIUM      screenshots; the browser (default /usr/bin/chromium)
-// Every step is a click (Fetch, Submit, the list's refresh, Fetch Feedback) except writing the learner's cells,
+// The tutorial's steps on one machine (the assignment already downloaded by `make lab`). Every step is a click
+// (Submit, the list's refresh, Fetch Feedback) except writing the learner's cells,
 // done through the contents API as an editor's save would, and the second Submit, made with the keyboard alone.
 // Prints `SUBMIT-RESULT {json}` for the Python side.
 import fs from 'node:fs';
@@ -40,10 +41,13 @@ async function openAssignmentList(workspace) {
 
 const listItem = (list, text) => page.locator(`#${list} .list_item`, { hasText: text });
 
-async function fetchAndSolve() {
-  await openAssignmentList('submit-fetch');
-  await listItem('released_assignments_list', A).getByRole('button', { name: 'Fetch', exact: true }).click();
+// The tutorial's one-machine path: `make lab` copied the assignment into the workspace and released it, so the
+// Assignment List lists it under Downloaded assignments, with Submit, and there is nothing to fetch.
+async function downloadedAndSolve() {
+  await openAssignmentList('submit-downloaded');
   await listItem('fetched_assignments_list', A).first().waitFor({ state: 'visible', timeout: 60_000 });
+  check(await listItem('fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).count() === 1,
+    `${A} is listed under Downloaded assignments without its Submit button`);
   // NOT A CLICK: the learner's cells, saved through the contents API.
   const model = await contents('GET', NOTEBOOK);
   let written = 0;
@@ -53,7 +57,7 @@ async function fetchAndSolve() {
   }
   check(written === Object.keys(FIXTURE.solutions).length, `wrote ${written} of the learner's cells`);
   await contents('PUT', NOTEBOOK, { type: 'notebook', format: 'json', content: model.content });
-  log(`learner: fetched ${A} and saved ${written} cells`);
+  log(`learner: ${A} listed under Downloaded assignments; saved ${written} cells`);
 }
 
 // From the Assignment List's first control (its refresh button), Tab until `target` has the focus, then Enter: the
@@ -119,7 +123,7 @@ async function main() {
     });
     page = await context.newPage();
     await page.goto(`${LEARNER.url}/lab?token=${LEARNER.token}`);
-    await fetchAndSolve();
+    await downloadedAndSolve();
     const first = await submitAndWait(1);
     check(first.text.includes(FIXTURE.mistake), `the first feedback page lacks "${FIXTURE.mistake}":\n${first.text.slice(0, 1500)}`);
     check(/Autograded( score)?: [\d.]+ \/ [\d.]+/.test(first.text), 'the first feedback page shows no score');
