@@ -120,11 +120,6 @@ class ShownEvidence(Evidence):
                 self.part_stops.append(stop)
                 self.stopped, self.failed_before = None, []
 
-    def elsewhere_hidden(self, grade_id: str, key: str):
-        if self.stopped is not None:
-            raise self.stopped
-        self._stop("hidden", key)
-
     def has(self, key: str) -> bool:
         self._read(key)
         return super().has(key)

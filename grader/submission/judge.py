@@ -107,19 +107,6 @@ class Evidence:
             return None
         return recorded.value.astype(np.float64)
 
-    def elsewhere_hidden(self, grade_id: str, key: str) -> np.ndarray | None:
-        """``elsewhere`` for a record of another test's hidden part: Validate, which has none, stops the judge there
-        (``ShownEvidence``: the rest is graded after submission) instead of judging as if it were missing."""
-        return self.elsewhere(grade_id, key)
-
-    def elsewhere_shard_shapes(self, grade_id: str, key: str) -> set[tuple[int, ...]] | None:
-        """The shapes of the shards of a JAX array another test cell recorded (what its devices held); None when it
-        recorded none."""
-        recorded = self._elsewhere.get(grade_id, {}).get(key)
-        if recorded is None or recorded.kind != "jax_array" or not recorded.shards:
-            return None
-        return {tuple(shard.value.shape) for shard in recorded.shards}
-
     def name(self, key: str, what: str | None = None) -> str:
         return what or self.names.get(key) or key
 

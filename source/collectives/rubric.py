@@ -91,7 +91,7 @@ def program_close(e: Evidence, key: str, candidates: list, what: str, mistakes, 
 
 
 def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, atol=1e-7, what: str,
-                   candidates=None, mistakes=(), reason: str = "differs from the host NumPy reference"):
+                   candidates=None, mistakes=()):
     """Each of ``devices`` shards holds exactly its consecutive slice of the global value."""
     expected = np.asarray(expected, dtype=np.float64)
     transposed = expected.reshape(-1, devices).T.ravel() if len(expected) % devices == 0 else None
@@ -99,7 +99,8 @@ def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, 
                                   f"consecutive slice r*d/p ... (r+1)*d/p; this is a transposed shard layout "
                                   f"(reshape to (p, d/p), not (d/p, p))")] if transposed is not None else []
     actual = e.close_to_any(key, candidates or [expected], rtol=rtol, atol=atol, what=what,
-                            mistakes=layout + list(mistakes), reason=reason)
+                            mistakes=layout + list(mistakes),
+                            reason="differs from the host NumPy reference")
     portion = len(expected) // devices
     recorded = e.get(key, what=what)
     shapes = sorted({tuple(s.value.shape) for s in recorded.shards}) if recorded.kind == "jax_array" else []
@@ -188,41 +189,10 @@ def _(e: Evidence):
                 mistakes=contribution_mistakes(expected, p, mesh=count))
 
 
-def scatter_sub_mesh(e: Evidence, size: int) -> str | float | None:
-    """How shard_gradient failed on the sub-mesh of ``size`` devices, as test-reduce-scatter recorded it, for the rule
-    that a mistake of make_collectives (which builds all three programs) is charged once, at the test worth the most,
-    test-reduce-scatter: so a wrong answer never scores more by spreading its mistake to more programs.
-
-    ``"missing"``: it recorded no result there (the program did not run on that mesh: charged there); a number r:
-    its value is exactly r times the reference, r not 1, and not the sum of the learner's own local contributions
-    that the local-contribution test recorded on that batch (a value that test-reduce-scatter charges); else None.
-    Read only after the test's own record was asked for (Validate stops there: these records are hidden)."""
-    key = f"hidden.mesh{size}.reduce_scatter"
-    value = e.elsewhere_hidden("test-reduce-scatter", key)
-    if value is None:
-        return "missing"
-    hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
-    reference = gradient(hx, hy, hw)
-    if value.shape != reference.shape or not np.all(np.isfinite(value)):
-        return None
-    ratio = float(np.dot(value, reference) / np.dot(reference, reference))
-    own = e.elsewhere("test-local-contribution", f"hidden.batch{90303 + size}.sum")
-    own = own.sum(axis=0) if own is not None and own.ndim == 2 else own
-    if abs(ratio - 1) < 1e-3 or not np.allclose(value, ratio * reference, rtol=1e-4, atol=1e-6) or (
-            own is not None and own.shape == value.shape and np.allclose(value, own, rtol=1e-5, atol=1e-7)):
-        return None
-    return ratio
-
-
-
-ONE_CHARGE = ("; make_collectives builds all three programs: a mistake they share on this mesh is charged here "
-              "only, not again for all_gradient or gather")
-
-
-def _meshes_ran(e: Evidence, key: str, size: int, what: str, note: str = ""):
+def _meshes_ran(e: Evidence, key: str, size: int, what: str):
     e.require(e.has(key), f"{what}: no result: the program did not run on a mesh of {size} device(s) (does "
                           "make_collectives use the mesh it is given, with any number of devices that divides "
-                          f"the data, or does it assume the lesson's four devices?){note}")
+                          "the data, or does it assume the lesson's four devices?)")
 
 
 @rubric.test("test-all-reduce")
@@ -239,20 +209,14 @@ def _(e: Evidence):
                      against="the all-reduced value: the replicas disagree")
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.all_reduce", f"all_gradient on a mesh of {size} device(s)"
-        if not e.has(key) and scatter_sub_mesh(e, size) == "missing":
-            continue  # make_collectives ignores the mesh it is given: charged at test-reduce-scatter only
         _meshes_ran(e, key, size, what)
         hx, hy, hw = data.random_regression(seed=90302 + size, rows=2 * size, cols=2 * size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         tested = f"hidden.batch{90302 + size}.sum"  # the local-contribution test's sum on this very batch
         base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
-        candidates = own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested)
-        if not any(np.allclose(e.array(key), c, rtol=1e-4, atol=1e-5) for c in candidates):
-            ratio = scatter_sub_mesh(e, size)  # shard_gradient's scale there (a count make_collectives ignores)
-            candidates += [ratio * g] if isinstance(ratio, float) else []
-        program_close(e, key, candidates, what, reduction_mistakes(base, p, mesh=size, own_known=known),
-                      rtol=1e-4, atol=1e-5)
+        program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested), what,
+                      reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
         e.shard_shapes(key, g.shape, devices=size, what=what)
     program_gradient(e, "all_gradient", split_output=False)
 
@@ -269,7 +233,7 @@ def _(e: Evidence):
                    mistakes=reduction_mistakes(base, p, own_known=known))
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
-        _meshes_ran(e, key, size, what, ONE_CHARGE)
+        _meshes_ran(e, key, size, what)
         # 3 values per device: the lesson and the program keep 2, so a portion size written as 2 shows here
         hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
         g = gradient(hx, hy, hw)
@@ -278,8 +242,7 @@ def _(e: Evidence):
         base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
                        candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested),
-                       mistakes=reduction_mistakes(base, p, mesh=size, own_known=known),
-                       reason="differs from the host NumPy reference" + ONE_CHARGE)
+                       mistakes=reduction_mistakes(base, p, mesh=size, own_known=known))
     program_gradient(e, "shard_gradient", split_output=True)
 
 
@@ -299,8 +262,6 @@ def _(e: Evidence):
                      against="the gathered vector: every device should hold all of it")
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.gathered", f"gather on a mesh of {size} device(s)"
-        if not e.has(key) and scatter_sub_mesh(e, size) == "missing":
-            continue  # make_collectives ignores the mesh it is given: charged at test-reduce-scatter only
         _meshes_ran(e, key, size, what)
         _, vector, _ = data.random_regression(seed=90304 + size, rows=3 * size, cols=2)
         e.array(key, shape=vector.shape, jax=True, what=what, shape_mistakes={(size, 3): STACKED})
@@ -381,22 +342,6 @@ def own_factor_known(e: Evidence) -> bool:
     return own_base(e, "program.own_sum", gradient(ex, ey, ew), "hidden.batch90307.sum")[1]
 
 
-def scatter_program_ratio(e: Evidence, factor: float) -> float | None:
-    """r when shard_gradient, run by the grader, returned exactly r times what it should (``factor`` times the
-    gradient of its inputs), r not 1: a scale test-reduce-scatter charges, which all_gradient then shares without a
-    second charge (one mistake of make_collectives, such as a count it ignores); else None."""
-    run = e.clean_run("program.shard_gradient")
-    if run is None or len(run.outputs) != 1 or len(run.inputs) != 3:
-        return None
-    reference = factor * gradient(*run.inputs)
-    value = run.outputs[0].value
-    if value.shape != reference.shape or not np.all(np.isfinite(value)) or not np.any(reference):
-        return None
-    ratio = float(np.dot(value, reference) / np.dot(reference, reference))
-    close = np.allclose(value, ratio * reference, rtol=1e-4, atol=1e-6)
-    return ratio if close and abs(ratio - 1) > 1e-3 and abs(ratio) > 1e-3 else None
-
-
 def program_gradient(e: Evidence, name: str, *, split_output: bool):
     """The program itself, run by the grader on a batch it drew: the sum of the learner's own local
     contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
@@ -404,12 +349,7 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
     run = e.program_shardings(key, outputs=[not split_output], what=what)
     one_region(e, run, REDUCE_SCATTER if split_output else ALL_REDUCE, what)
     x, y, w = run.inputs
-    factor = own_factor(e)
-    expected = factor * gradient(x, y, w)
-    if not split_output and run.outputs[0].value.shape == expected.shape and \
-            not np.allclose(run.outputs[0].value, expected, rtol=1e-4, atol=1e-5):
-        ratio = scatter_program_ratio(e, factor)  # make_collectives' mistake, charged at test-reduce-scatter only
-        expected = expected * (ratio if ratio is not None else 1.0)
+    expected = own_factor(e) * gradient(x, y, w)
     e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
                     mistakes=reduction_mistakes(expected, e.num_devices, own_known=own_factor_known(e)))
     if split_output:

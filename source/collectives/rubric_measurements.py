@@ -122,9 +122,25 @@ def _(e: Evidence):
                 mistakes=_payload_mistakes(cases, (len(cases), 2)))
 
 
+def budget_sizes(p: int) -> list[tuple[int, int]]:
+    """(G, p) of the payload test's ``payload.budget_sizes``: the budget test's own sizes, the lesson's then the
+    hidden ones (ring_payload judged there too, so a helper wrong only at the sizes a budget asks for is charged)."""
+    return [(2**20, ranks) for ranks in [2, 4, 8]] + [(960, ranks) for ranks in [3, 5, 7, 16, p]]
+
+
 def payload_cases(p: int) -> list[tuple[int, int]]:
     """(G, p) of the payload test's hidden record, ``payload.hidden``."""
     return [(32, p), (1000, 5), (4096, 2), (96, 3), (48, 16), (40, 1), (10, 4), (1000, 3)]
+
+
+def _rules(values, cases) -> set[int]:
+    """Which payload rules ``values`` follow on ``cases``: 0 the lesson's, k the k-th of ``_payload_mistakes``."""
+    values = np.asarray(values, dtype=np.float64)
+    shape = (len(cases), 2)
+    known = [np.reshape([ring(g, p) for g, p in cases], shape)] + [np.asarray(m.value, dtype=np.float64)
+                                                                    for m in _payload_mistakes(cases, shape)]
+    return {i for i, rule in enumerate(known) if values.shape == rule.shape
+            and np.allclose(values, rule, rtol=1e-9, atol=1e-6, equal_nan=True)}
 
 
 def budget(size, rank_counts):
@@ -152,27 +168,21 @@ def _budget_mistakes(size, rank_counts) -> list[Mistake]:
     ]
 
 
-def budget_sizes(p: int) -> list[tuple[int, int]]:
-    """(G, p) of the payload test's ``payload.budget_sizes``: the budget test's own sizes, lesson's then hidden."""
-    return [(2**20, ranks) for ranks in [2, 4, 8]] + [(960, ranks) for ranks in [3, 5, 7, 16, p]]
-
-
 def _own_budget(e: Evidence, key: str, size, rank_counts):
-    """The budget built from the learner's own ring_payload (a wrong payload, named or not, costs the payload test
-    only), when the payloads this cell recorded are the very ones the payload test recorded from ring_payload at
-    these sizes (its own record, ``payload.budget_sizes``): a helper that answers the payload test one way and this
-    cell another (or a library function patched in between) gets none, and neither does a degenerate payload (zero,
-    or not finite), which would let any byte column pass. Validate has no such record: there the
-    comparison is left to the grading after submission."""
+    """The budget built from the learner's own ring_payload (a wrong payload costs the payload test only), when
+    those payloads follow the lesson's rule or one of its named mistakes, the same one the payload test recorded:
+    the kernel recorded them, so a stub, a zero or a function that answers the budget's sizes differently from the
+    payload test's earns nothing here."""
     if not e.has(key):
         return []
     own = e.array(key, shape=(len(rank_counts), 2)).astype(np.float64)
-    tested = e.elsewhere_hidden("test-payload", "payload.budget_sizes")
-    sizes = budget_sizes(e.num_devices)
-    rows = [sizes.index((size, p)) for p in rank_counts]
-    right = np.asarray([ring(size, p) for p in rank_counts], dtype=np.float64)
-    same = (tested is not None and tested.shape == (len(sizes), 2) and np.all(np.isfinite(own))
-            and np.linalg.norm(own) > 1e-3 * np.linalg.norm(right) and np.allclose(own, tested[rows], rtol=1e-9, atol=1e-6))
+    # The same rule as the payload test recorded from ring_payload (its own record, not this cell's): a helper that
+    # answers the payload test one way and this cell another (or a library function patched in between) gets none.
+    tested, cases = e.elsewhere("test-payload", "payload.hidden"), payload_cases(e.num_devices)
+    if tested is None:  # (Validate has the visible record only)
+        tested, cases = e.elsewhere("test-payload", "payload.lesson"), [(32, 4)]
+    same = tested is not None and tested.size == 2 * len(cases) and _rules(own, [(size, p) for p in rank_counts]) \
+        & _rules(np.reshape(tested, (-1, 2)), cases)
     if not same:
         return []
     return [[p, ar, 2 * rs, size / p] for p, (rs, ar) in zip(rank_counts, own)]
@@ -183,14 +193,11 @@ def _(e: Evidence):
     cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
              ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]
     for key, own_key, size, ranks in cases:
-        right = np.asarray(budget(size, ranks), dtype=np.float64)
-        if np.allclose(e.values(key, right.shape), right, rtol=1e-9, atol=1e-6):
-            continue  # the lesson's budget: the learner's own payloads need not be asked for
         own = _own_budget(e, own_key, size, ranks)
         # what the message says it was compared with: the budget of the learner's own payloads only when it was
         reason = ("differs from the host NumPy reference (and from the budget of your own ring_payload)" if own else
                   "differs from the host NumPy reference" + (
-                      " (compared with the lesson's budget: the payloads your ring_payload gave here are not the "
-                      "ones the payload test recorded from it at these sizes)" if e.has(own_key) else ""))
-        e.close_to_any(key, [right] + ([own] if own else []), rtol=1e-9, atol=1e-6,
+                      " (compared with the lesson's budget: the payloads your ring_payload gave here follow neither "
+                      "the lesson's rule nor the one the payload test recorded from it)" if e.has(own_key) else ""))
+        e.close_to_any(key, [budget(size, ranks)] + ([own] if own else []), rtol=1e-9, atol=1e-6,
                        mistakes=_budget_mistakes(size, ranks), reason=reason)

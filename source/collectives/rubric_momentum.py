@@ -110,11 +110,7 @@ def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
         e.require(recorded.kind == "jax_array", f"{what}: expected the JAX array your program returned, got a host "
                                                 "array")
         shapes = sorted({tuple(s.value.shape) for s in recorded.shards})
-        portion = (len(expected) // devices,)
-        if devices > 1 and shapes == [portion] and name == "gathered" and \
-                e.elsewhere_shard_shapes("test-all-gather", "lesson.gathered_here") == {portion}:
-            continue  # gather itself leaves the portions where they are: charged at test-all-gather only
-        if devices > 1 and shapes == [portion]:
+        if devices > 1 and shapes == [(len(expected) // devices,)]:
             raise Mismatch(f"{what}: each device holds only {len(expected) // devices} of the {len(expected)} values: "
                            "every device should hold all of them: run gather on shard_gradient's result")
         e.shard_shapes(key, expected.shape, devices=devices, what=what)

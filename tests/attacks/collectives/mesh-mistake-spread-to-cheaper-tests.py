@@ -1,8 +1,8 @@
-# scenario: shard_gradient alone assumes the notebook's four devices (it fails on a smaller mesh), which costs test-reduce-scatter's 3 points; the learner breaks all_gradient and gather on a smaller mesh too, so that one mistake of make_collectives shows in all three tests, hoping it is then charged once at a cheaper test (test-all-reduce or test-all-gather, 2 points each). It is charged at test-reduce-scatter, the test of the three worth the most: spreading a mistake never costs less
+# scenario: a learner whose all_gradient and gather ignore the mesh they are given (two tests, 4 points) makes shard_gradient fail on a smaller mesh too, hoping one mistake of make_collectives is then charged once, at test-reduce-scatter (3 points). A relief that did so scored this 20/23 against the honest 19/23 (red team, stop 51): spreading a mistake to one more program must never cost less, so each program that fails on a smaller mesh loses its own test
 # base: solution
 # expect-status: graded
-# expect-fail: test-reduce-scatter
-# expect-message: a mistake they share on this mesh is charged here only
+# expect-fail: test-all-reduce test-reduce-scatter test-all-gather
+# expect-message: the program did not run on a mesh of 3 device(s)
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
     residual = features @ weights - labels

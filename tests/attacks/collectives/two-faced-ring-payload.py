@@ -1,8 +1,8 @@
-# scenario: ring_payload answers the payload test right (its hidden part runs at the end, after a last cell flips it back), while a cell the learner adds after that test flips it to a named mistake (the all-reduce payload without its factor 2), and transfer_budget is built from the flipped payloads: the budget test took "the budget of your own ring_payload" from the budget cell's own record and gave it full marks, though the payload test saw the lesson's rule. The own budget now counts only when the payload test recorded the same payloads at the budget's very sizes
+# scenario: ring_payload answers the payload test right (its hidden part runs at the end, after a last cell flips it back), while a cell the learner adds after that test flips it to a named mistake (the all-reduce payload without its factor 2), and transfer_budget is built from the flipped payloads: the budget test took "the budget of your own ring_payload" from the budget cell's own record and gave it full marks, though the payload test saw the lesson's rule. The own budget now counts only when the payload test recorded the same rule
 # base: solution
 # expect-status: graded
 # expect-fail: test-budget
-# expect-message: are not the ones the payload test recorded from it at these sizes
+# expect-message: follow neither the lesson's rule nor the one the payload test recorded from it
 # %% cell payload
 _without_factor_2 = [False]
 

@@ -1,7 +1,7 @@
-# scenario: make_collectives ignores its mesh argument and builds every program on the notebook's global mesh: one mistake of make_collectives, charged once, at test-reduce-scatter (the test of the three worth the most, so that spreading a mistake to more programs never costs less)
+# scenario: make_collectives ignores its mesh argument and builds every program on the notebook's global mesh
 # base: solution
-# expect-fail: test-reduce-scatter
-# expect-message: a mistake they share on this mesh is charged here only
+# expect-fail: test-all-reduce test-reduce-scatter test-all-gather
+# expect-message: the program did not run on a mesh of 3 device(s)
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
     residual = features @ weights - labels

@@ -1,6 +1,6 @@
-# scenario: make_collectives ignores its global_count argument and divides by the lesson's len(host_y) = 16: right on the lesson batch, wrong for any other batch size: all_gradient is off by the same factor as shard_gradient on the sub-mesh, charged once, at test-reduce-scatter
+# scenario: make_collectives ignores its global_count argument and divides by the lesson's len(host_y) = 16: right on the lesson batch, wrong for any other batch size
 # base: solution
-# expect-fail: test-reduce-scatter
+# expect-fail: test-all-reduce test-reduce-scatter
 # expect-message: differs from the host NumPy reference
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):

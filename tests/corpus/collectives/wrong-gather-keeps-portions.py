@@ -1,6 +1,6 @@
-# scenario: a "gather" that returns the portions unchanged: right global values, but each device still holds 8/p values; the reversal experiment's gathered result holds portions because gather does, which test-all-gather charges (test-lowered charges it too: its visible check asks for an all_gather in the program)
+# scenario: a "gather" that returns the portions unchanged: right global values, but each device still holds 8/p values
 # base: solution
-# expect-fail: test-all-gather test-lowered
+# expect-fail: test-all-gather test-lowered test-make-it-yours
 # expect-message: each device should hold shape (8,)
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
