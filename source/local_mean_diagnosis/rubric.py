@@ -308,18 +308,6 @@ def nonzero_counts(losses, mask, shards: int):
     return np.count_nonzero(np.where(mask, losses, 0.0).reshape(shards, -1), axis=1).astype(np.float64)
 
 
-def nonzero_charged(e: Evidence) -> bool:
-    """Whether test-device-partials charged the NONZERO mistake: on its unseen batch (where some valid targets have a
-    loss of 0) the per-device counts it recorded are the non-zero counts. The sharded masked mean built on the same
-    per-device counts is then judged against that rule: one mistake, one charge. The program the grader runs is
-    accepted with it only then (a program that counts otherwise than the learner's own partials is still charged)."""
-    p = e.num_devices
-    losses, mask = _partials_cases(p)[1][1]
-    recorded, wrong = e.elsewhere("test-device-partials", "hidden.device.counts"), nonzero_counts(losses, mask, p)
-    return recorded is not None and recorded.shape == wrong.shape and bool(np.array_equal(recorded, wrong)) and \
-        not np.array_equal(wrong, mask.reshape(p, -1).sum(axis=1))
-
-
 @rubric.test("test-device-partials")
 def _(e: Evidence):
     p = e.num_devices
@@ -365,7 +353,6 @@ def _(e: Evidence):
         cases.append((f"hidden.mesh{size}", data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3,
                                                                tokens=5, empty=(0,) if size > 2 else (),
                                                                scatter=True), size))
-    own_counts = nonzero_charged(e)  # the per-device counts' mistake, charged at test-device-partials
     for prefix, (losses, mask), devices in cases:
         key = f"{prefix}.masked_mean"
         what = e.names.get(key) or f"make_sharded_masked_mean on a mesh of {devices} device(s)"
@@ -388,11 +375,9 @@ def _(e: Evidence):
                             "were reduced twice (a psum of an already summed sum): psum each once, then divide once"}
         # where a factor is also the four-device one (a mesh of 2), that diagnosis stays the only one
         mistakes += scaled(reference, {f: says for f, says in mixed_up.items() if not np.isclose(f, devices / 4)})
-        if own_counts:  # follows from the per-device counts (charged there): judged against them, or the lesson's
-            actual = e.close_to_any(key, [reference, nonzero_mean(losses, mask)], rtol=1e-5, what=what,
-                                    mistakes=mistakes)
-        else:
-            actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
+        # (not judged against the learner's own per-device counts: a relief that did so let counts already charged
+        # for another reason excuse a program's own miscount, 14 against 11 points; tests/attacks/local_mean_diagnosis)
+        actual = e.close(key, reference, rtol=1e-5, what=what, mistakes=mistakes)
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")

@@ -1,6 +1,6 @@
-# scenario: counts the valid tokens as the non-zero losses left after masking (np.count_nonzero of the masked losses): right while no target has a loss of exactly 0; the unseen batches have targets predicted perfectly; the mistake is written twice (in masked_token_mean and in device_sum_and_count) and charged at those two tests; the sharded masked mean built on device_sum_and_count follows from it and is judged against it
+# scenario: counts the valid tokens as the non-zero losses left after masking (np.count_nonzero of the masked losses): right while no target has a loss of exactly 0; the unseen batches have targets predicted perfectly; the mistake is written twice (in masked_token_mean and in device_sum_and_count) and charged at those two tests, and at the sharded masked mean built on device_sum_and_count (judging that program against the learner's own counts let counts charged for another reason excuse a program's own miscount: tests/attacks/local_mean_diagnosis/partials-miscount-excuses-the-programs.py)
 # base: solution
-# expect-fail: test-masked-mean test-device-partials
+# expect-fail: test-masked-mean test-device-partials test-shard-map
 # expect-message: it counts the non-zero losses, not the targets
 # expect-message: these count the non-zero losses, not the targets
 # %% cell masked-mean
