@@ -187,6 +187,23 @@ def _(e: Evidence):
         e.close(f"hidden.{count}.terms", expected, rtol=1e-4, atol=1e-5,
                 what=f"local_contribution of {count} block(s) of an unseen batch",
                 mistakes=contribution_mistakes(expected, p, mesh=count))
+    # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
+    # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
+    for seed, rows, columns, count in batch_sums(p):
+        bx, by, bw = data.random_regression(seed=seed, rows=rows, cols=columns)
+        expected = gradient(bx, by, bw)
+        e.close(f"hidden.batch{seed}.sum", expected, rtol=1e-4, atol=1e-5,
+                what=f"the sum of local_contribution over {count} block(s) of an unseen batch",
+                mistakes=contribution_mistakes(expected, p, mesh=count))
+
+
+def batch_sums(p: int) -> list[tuple[int, int, int, int]]:
+    """(seed, rows, columns, blocks) of the batches whose summed local contributions test-local-contribution records
+    for the later tests (``hidden.batch{seed}.sum``): the all-reduce's and the reduce-scatter's sub-mesh batches, and
+    the batch of the programs the grader runs."""
+    size = program_meshes(p)[0]
+    return [(90302 + size, 2 * size, 2 * size, size), (90303 + size, 2 * size, 3 * size, size),
+            (90307, 2 * p, 2 * p, p)]
 
 
 def _meshes_ran(e: Evidence, key: str, size: int, what: str):

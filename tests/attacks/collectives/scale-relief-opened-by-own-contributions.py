@@ -1,7 +1,7 @@
-# scenario: a two-faced local_contribution (it divides by 16 only for the blocks of shard_gradient's smaller-mesh batch, 2 rows of 9 features, so shard_gradient there equals "the sum of your own contributions") beside an all_gradient that divides by 16 on any mesh but the notebook's: a relief that let all_gradient share shard_gradient's scale without a second charge scored this 23/23 unless it checked that test-reduce-scatter charged that scale; all_gradient is judged on its own: test-all-reduce fails
+# scenario: a two-faced local_contribution (it divides by 16 only for the blocks of shard_gradient's smaller-mesh batch, 2 rows of 9 features, so shard_gradient there equals "the sum of your own contributions") beside an all_gradient that divides by 16 on any mesh but the notebook's: a relief that let all_gradient share shard_gradient's scale without a second charge scored this 23/23 unless it checked that test-reduce-scatter charged that scale; all_gradient is judged on its own: test-all-reduce fails, and the two-faced local_contribution is charged where its sums are recorded (test-local-contribution)
 # base: solution
 # expect-status: graded
-# expect-fail: test-all-reduce
+# expect-fail: test-local-contribution test-all-reduce
 # expect-message: all_gradient on a mesh of 3 device(s): differs from the host NumPy reference
 # %% cell collectives
 def local_contribution(features, labels, weights, global_count):
