@@ -39,8 +39,6 @@ class Program:
     mesh: int
     inputs: tuple[Input, ...]
     run: bool = True  # False: only read (shardings, collectives), not compiled or run
-    probe: int | None = None  # an argument to probe: also run at small steps of it and with the others redrawn
-    # (``grader.programs.probes``: whether a returned gradient is the derivative of the returned loss)
 
 
 @dataclass
@@ -69,21 +67,18 @@ class ProgramRun:
     manual_only: bool = False  # one such region computes everything (outside it only calls, reshapes and conversions,
     # no resharding), and the compiled program has no collective the region does not write
     moves_data: bool = False  # its collectives carry a whole input, not results (``structure.moves_data``)
-    probes: list[tuple[list[np.ndarray], list[np.ndarray]]] = field(default_factory=list)  # (inputs, output values)
-    # of the same executable's further calls, for a program declared with ``probe``
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----
 def program_to_json(program: Program) -> dict:
-    return {"key": program.key, "mesh": program.mesh, "run": program.run, "probe": program.probe,
+    return {"key": program.key, "mesh": program.mesh, "run": program.run,
             "inputs": [{"shape": list(i.shape), "spec": list(i.spec), "dtype": i.dtype} for i in program.inputs]}
 
 
 def program_from_json(data: dict) -> Program:
     return Program(str(data["key"]), int(data["mesh"]),
                    tuple(Input(tuple(int(n) for n in i["shape"]), tuple(i["spec"]), str(i["dtype"]))
-                         for i in data["inputs"]), bool(data.get("run", True)),
-                   None if data.get("probe") is None else int(data["probe"]))
+                         for i in data["inputs"]), bool(data.get("run", True)))
 
 
 def run_to_json(run: ProgramRun) -> dict:
@@ -93,8 +88,6 @@ def run_to_json(run: ProgramRun) -> dict:
 
     data = asdict(run)
     data["inputs"] = [array(value) for value in run.inputs]
-    data["probes"] = [{"inputs": [array(v) for v in inputs], "outputs": [array(v) for v in outputs]}
-                      for inputs, outputs in run.probes]
     data["outputs"] = [{"value": array(o.value), "sharding": o.sharding, "replicated": o.replicated,
                         "shard_shapes": [list(s) for s in o.shard_shapes], "shards_consistent": o.shards_consistent}
                        for o in run.outputs]

@@ -26,7 +26,6 @@ import coursekit
 from coursekit.programs import NOT_EXPORTED
 
 from grader.programs import Input, Output, Program, ProgramRun
-from grader.programs.probes import probe_inputs
 
 MESH_HINT = ("write nothing that assumes the lesson's four devices (use len(devices) and the arrays' shapes) and use "
              "the mesh and shardings the notebook defines, not a mesh of your own")
@@ -51,24 +50,12 @@ def fresh_inputs(program: Program, rng: np.random.Generator) -> list[np.ndarray]
 
 
 def _request(blobs: dict[str, str], programs: list[Program], inputs: dict[str, list[np.ndarray]],
-             num_devices: int, probes: dict[str, list[list[np.ndarray]]] | None = None) -> dict:
+             num_devices: int) -> dict:
     return {"num_devices": num_devices, "programs": [
         {"key": p.key, "mesh": p.mesh, "program": blobs[p.key], "run": p.run,
          "inputs": [{"shape": list(a.shape), "dtype": a.dtype.name, "spec": list(s.spec),
-                     "data": a.astype(np.float64).ravel().tolist()} for a, s in zip(inputs[p.key], p.inputs)],
-         "probes": [[a.astype(np.float64).ravel().tolist() for a in call] for call in (probes or {}).get(p.key, [])]}
+                     "data": a.astype(np.float64).ravel().tolist()} for a, s in zip(inputs[p.key], p.inputs)]}
         for p in programs]}
-
-
-def _probes(described, calls: list[list[np.ndarray]]) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    """The probes' output values, beside the inputs drawn for them; none when the report of them is malformed."""
-    if not isinstance(described, list) or len(described) != len(calls) or \
-            not all(isinstance(outputs, list) and len(outputs) <= 64 for outputs in described):
-        return []
-    try:
-        return [(call, [_array(value) for value in outputs]) for call, outputs in zip(calls, described)]
-    except (ValueError, TypeError, OverflowError):
-        return []
 
 
 def _array(described) -> np.ndarray:
@@ -112,10 +99,8 @@ def _counts(counts) -> dict[str, int]:
     return {str(k)[:50]: v for k, v in counts.items() if type(v) is int and v >= 0}
 
 
-def parse_verdict(verdict, program: Program, inputs: list[np.ndarray],
-                  probes: list[list[np.ndarray]] | None = None) -> ProgramRun:
-    """One program's ``ProgramRun`` from the runner's report (untrusted: checked field by field); ``probes``: the
-    inputs of the further calls the request asked for (``grader.programs.probes``)."""
+def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> ProgramRun:
+    """One program's ``ProgramRun`` from the runner's report (untrusted: checked field by field)."""
     run = ProgramRun(program.key, inputs=inputs)
     try:
         if not isinstance(verdict, dict) or verdict.get("key") != program.key:
@@ -135,7 +120,6 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray],
         if not isinstance(outputs, list) or len(outputs) > 64:
             raise ValueError("malformed outputs")
         run.outputs = [_output(o) for o in outputs]
-        run.probes = _probes(verdict.get("probes"), probes or [])
     except (ValueError, TypeError, OverflowError):
         run.error = "the program runner's report could not be read"
         run.outputs = []
@@ -179,11 +163,6 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.manual = data.get("manual") is True
         run.manual_only = data.get("manual_only") is True
         run.moves_data = data.get("moves_data") is True
-        probes = data.get("probes")
-        if isinstance(probes, list) and all(isinstance(p, dict) and isinstance(p.get("inputs"), list)
-                                            and len(p["inputs"]) == len(program.inputs) for p in probes):
-            calls = [[_array(v).astype(spec.dtype) for v, spec in zip(p["inputs"], program.inputs)] for p in probes]
-            run.probes = _probes([p.get("outputs") for p in probes], calls)
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run
@@ -329,9 +308,8 @@ def _launched(blobs, present: list[Program], num_devices: int, settings, zygote,
     if not present:
         return runs
     inputs = {p.key: fresh_inputs(p, rng) for p in present}
-    probes = {p.key: probe_inputs(p.probe, inputs[p.key], fresh_inputs(p, rng)) for p in present}
     with _sandbox(settings, fill_cache) as conf:
-        report = _run_confined(conf, _request(blobs, present, inputs, num_devices, probes), zygote)
+        report = _run_confined(conf, _request(blobs, present, inputs, num_devices), zygote)
     verdicts = report.get("verdicts") if isinstance(report, dict) else None
     if report is None:
         reason = f"the programs did not finish within {RUN_TIMEOUT_S:.0f} s or crashed the runner"
@@ -341,7 +319,7 @@ def _launched(blobs, present: list[Program], num_devices: int, settings, zygote,
         if verdicts is None:
             runs[program.key] = ProgramRun(program.key, error=reason, inputs=inputs[program.key])
         else:
-            runs[program.key] = parse_verdict(verdicts[index], program, inputs[program.key], probes[program.key])
+            runs[program.key] = parse_verdict(verdicts[index], program, inputs[program.key])
         if judged is not None:
             judged.put(blobs[program.key], program, num_devices, runs[program.key])
     return runs

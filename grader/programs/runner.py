@@ -23,8 +23,7 @@ writes ``verdict.json`` there. For each program it:
    collectives the compiler adds are seen (``compiled_collectives``;
    ``manual_only`` also requires that it has none the region did not write);
 5. runs that executable (unless the program is only read) and reports every
-   output with its shards, and the output values of any further calls the
-   request lists for it (``grader.programs.probes``).
+   output with its shards.
 
 The verdict is plain data: the grader judges it against NumPy references.
 """
@@ -139,7 +138,7 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
         return {**verdict, "error": f"it takes {count} argument(s), not {len(inputs)}"}
     args, expected_in = [], []
     for spec, aval in zip(inputs, exported.in_avals):
-        host = _host(spec["data"], spec)
+        host = np.asarray(spec["data"], dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"])
         if tuple(aval.shape) != host.shape or aval.dtype != host.dtype:
             return {**verdict, "error": f"it takes {_shown(aval)} where the course passes "
                                         f"{host.dtype.name}{list(host.shape)}"}
@@ -174,31 +173,7 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
         verdict["outputs"] = [_output(value) for value in outputs]
     except Exception as error:  # noqa: BLE001
         return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__})"}
-    verdict["probes"] = _probes(compiled, program.get("probes") or [], inputs, [a.sharding for a in args])
     return verdict
-
-
-def _host(data: list, spec: dict):
-    """One argument as the request describes it: its flat values, in its shape and dtype (a host array)."""
-    import numpy as np
-
-    return np.asarray(data, dtype=np.float64).reshape(spec["shape"]).astype(spec["dtype"])
-
-
-def _probes(compiled, calls: list, inputs: list, shardings: list) -> list | None:
-    """The output values of the same executable on each further call's inputs (``grader.programs.probes``), placed
-    as the first call's; None when one failed (the first call's verdict stands)."""
-    import jax
-
-    values = []
-    try:
-        for call in calls:
-            args = [jax.device_put(_host(data, spec), sharding)
-                    for data, spec, sharding in zip(call, inputs, shardings, strict=True)]
-            values.append([_array(value) for value in jax.tree_util.tree_leaves(compiled(*args))])
-    except Exception:  # noqa: BLE001 - a probe that fails proves nothing either way
-        return None
-    return values
 
 
 def use_compilation_cache(jax) -> None:

@@ -131,9 +131,6 @@ class ShownEvidence(Evidence):
     def program(self, key: str, *, what: str | None = None):
         self._stop("program", key)
 
-    def clean_run(self, key: str):
-        return None  # no program is run in Validate: a check a program would relax stays as it is
-
 
 @dataclass(frozen=True)
 class TestCell:

@@ -247,12 +247,6 @@ class Evidence:
             raise Mismatch(f"{name}: {run.error}")
         return run
 
-    def clean_run(self, key: str) -> ProgramRun | None:
-        """The run of the program recorded under ``key`` when it ran cleanly, else None (never raises: for a judge
-        that only relaxes a check on what a program showed; Validate runs no program and has none)."""
-        run = self._programs.get(key)
-        return run if run is not None and not run.error else None
-
     def program_inputs(self, key: str, *, what: str | None = None) -> ProgramRun:
         """The program's run, after checking that it takes its inputs split as the course says."""
         name = self.name(key, what)

@@ -16,7 +16,6 @@ from coursekit.checks import NO_HOST_COPY, OP_BY_OP
 from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
 from grader.programs import Input, Program
-from grader.programs.probes import is_own_derivative
 
 rubric = Rubric(names={
     "lesson.loss": "the initial loss",
@@ -58,7 +57,7 @@ def step_inputs(rows: int, cols: int) -> tuple[Input, ...]:
 
 @rubric.programs("test-loss-and-gradient")
 def _(p: int):
-    return [Program("program.step", p, step_inputs(4 * p, 3), probe=0)] + [
+    return [Program("program.step", p, step_inputs(4 * p, 3))] + [
         Program(f"program.mesh{size}.step", size, step_inputs(3 * size, 3)) for size in sub_mesh_sizes(p)]
 
 
@@ -72,7 +71,7 @@ def _(p: int):
     # Four features, not the lesson's two: the update is judged against the step's own gradient, accepted when it is
     # a scaled gradient at the given weights (cosine > 1 - 1e-4). In two dimensions a gradient taken at the wrong point
     # lies that close to the right direction for about 1 batch in 100 the grader draws; in four, about 1 in 10^5.
-    return [Program("program.step_0.37", p, step_inputs(2 * p, 4), probe=0)]
+    return [Program("program.step_0.37", p, step_inputs(2 * p, 4))]
 
 
 def _program_output(e: Evidence, key: str, which: str, mesh: int | None = None):
@@ -168,34 +167,16 @@ def is_a_gradient(own, x, y, w) -> bool:
     return abs(cosine) > 1 - 1e-4 and 1e-3 < np.linalg.norm(own) / np.linalg.norm(true) < 1e3
 
 
-def charged_loss(e: Evidence, key: str = "program.step") -> bool:
-    """Whether the loss test charged a loss that is not the lesson's while the step returns that loss's own gradient:
-    the step's program, run by the grader, returns the derivative of the loss it returns (its central differences,
-    ``grader.programs.probes``), that loss changes with the batch, and it is not the lesson's loss. Later tests then
-    judge the step against its own gradient, so the wrong loss costs the loss test only. Never in Validate, which runs
-    no program (there the later tests say "see the gradient test")."""
-    run = e.clean_run(key)
-    if run is None or not is_own_derivative(run, 0, 1, 2):
-        return False
-    w, x, y = (a.astype(np.float64) for a in run.inputs)
-    return not np.isclose(float(run.outputs[1].value.ravel()[0]), loss(x, y, w), rtol=1e-4, atol=1e-5)
-
-
-def _require_gradient(e: Evidence, own, x, y, w, what: str, *, own_loss: bool = False) -> None:
-    """``own`` must be the loss's gradient up to a scale, or (``own_loss``: ``charged_loss``) any finite non-zero
-    gradient of the right shape: the step's own loss, already charged."""
-    own = np.asarray(own, dtype=np.float64)
-    of_own_loss = own_loss and own.shape == np.shape(w) and bool(np.all(np.isfinite(own)) and np.any(own != 0))
-    e.require(of_own_loss or is_a_gradient(own, x, y, w),
-              f"{what} is not the loss's gradient, nor a scaled one: a step judged against its own gradient must "
-              "compute one (see the gradient test)")
+def _require_gradient(e: Evidence, own, x, y, w, what: str) -> None:
+    e.require(is_a_gradient(own, x, y, w), f"{what} is not the loss's gradient, nor a scaled one: a step judged "
+                                           "against its own gradient must compute one (see the gradient test)")
 
 
 def _update(e: Evidence, new_key: str, gradient_key: str, start, rate: float, *, rtol: float, atol: float,
             data: tuple):
     own = e.values(gradient_key, np.shape(start))
     e.require(np.any(own != 0), f"{e.name(gradient_key)} is zero: the update cannot be judged (see the gradient test)")
-    _require_gradient(e, own, *data, e.name(gradient_key), own_loss=charged_loss(e))
+    _require_gradient(e, own, *data, e.name(gradient_key))
     actual = e.values(new_key, np.shape(start))
     expected = start - rate * own
     if np.allclose(actual, expected, rtol=rtol, atol=atol) or _steps_by_the_true_gradient(actual, start, rate, data,
@@ -242,8 +223,7 @@ def _(e: Evidence):
               "loss, gradient) with a non-zero gradient")
     start = run.inputs[0].astype(np.float64)
     _require_gradient(e, own, run.inputs[1], run.inputs[2].astype(np.float64), start,
-                      "the gradient of your make_train_step(0.37) on a batch the grader drew",
-                      own_loss=charged_loss(e, "program.step_0.37"))
+                      "the gradient of your make_train_step(0.37) on a batch the grader drew")
     if _steps_by_the_true_gradient(run.outputs[0].value, start, 0.37, (run.inputs[1], run.inputs[2], start), 1e-4,
                                    1e-5):
         return
@@ -283,7 +263,7 @@ def _(e: Evidence):
         gradient_key = f"{prefix}gradient{suffix}"
         e.require(np.any(e.array(gradient_key) != 0), f"{e.name(gradient_key)} is zero: placing the outputs of a "
                                                       "step that computes nothing earns nothing")
-        _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key), own_loss=charged_loss(e))
+        _require_gradient(e, e.array(gradient_key), *batch, e.name(gradient_key))
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
     _step_on_devices(e)
     # Traced in the kernel (coursekit.checks.one_program): a plain Python step gives the same values and, on these
@@ -335,17 +315,9 @@ def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
 @rubric.test("test-ten-steps")
 def _(e: Evidence):
     x, y, w = lesson()  # the visible record first: Validate judges it, then stops at the hidden one
+    _follows_first_step(e, "lesson.trajectory", x, y, w)
     hx, hy, hw = data.random_regression(seed=90204, rows=2 * e.num_devices, cols=2)
-    try:
-        _follows_first_step(e, "lesson.trajectory", x, y, w)
-        _follows_first_step(e, "hidden.trajectory", hx, hy, hw.astype(np.float64))  # a fresh step: its first call
-    except Mismatch as failure:
-        if not charged_loss(e):
-            raise
-        # The loop is the lesson's experiment against the host loop of the lesson's loss: a wrong loss drifts away
-        # from it (the visible check says so in the notebook too), and the message names the cause.
-        raise Mismatch(f"{failure}; this follows from your loss, which test-loss-and-gradient charged: the steps "
-                       "follow your loss's own gradient, not the lesson's", named=True) from None
+    _follows_first_step(e, "hidden.trajectory", hx, hy, hw.astype(np.float64))  # a fresh step: its first call
 
 
 def _transfer(true_weights, start, rate, labels_from=None):
@@ -380,9 +352,27 @@ def _steps_with_a_gradient(new_weights, true_weights, start, rate) -> bool:
     return is_a_gradient((start - np.asarray(new_weights, dtype=np.float64)) / rate, x, y, start)
 
 
-def _moved(new_weights, start) -> bool:
-    new_weights = np.asarray(new_weights, dtype=np.float64)
-    return bool(np.all(np.isfinite(new_weights)) and np.any(new_weights != np.asarray(start)))
+def _given_to_the_step(e: Evidence, target, start, rate) -> None:
+    """What transfer_step handed make_train_step and its step in the hidden call (the test noted it): the rate, the
+    start and the target's labels it was called with. A step from the lesson's start or at the lesson's rate can
+    still point along the gradient (the check above allows any scale), so those are compared here, exactly."""
+    what = e.name("transfer.other.sharded")
+    if not e.has("transfer.other.given_rate"):
+        return
+    given_rate = e.number("transfer.other.given_rate", what="the learning rate transfer_step gave make_train_step")
+    e.require(np.isclose(given_rate, rate, rtol=1e-6),
+              f"{what}: transfer_step built make_train_step({given_rate:g}), not make_train_step({rate:g}) with the "
+              "learning_rate it was called with")
+    given_start = np.asarray(e.get("transfer.other.given_start").value, dtype=np.float64).ravel()
+    e.require(given_start.shape == np.shape(start) and np.allclose(given_start, start, rtol=1e-6),
+              f"{what}: transfer_step's step starts from {np.round(given_start, 4).tolist()[:4]}, not from the start "
+              f"{list(np.asarray(start).tolist())} it was called with")
+    x, _ = data.lesson_batch()
+    labels = (x.astype(np.float32) @ np.asarray(target, dtype=np.float32)).astype(np.float64)
+    given_labels = np.asarray(e.get("transfer.other.given_labels").value, dtype=np.float64).ravel()
+    e.require(given_labels.shape == labels.shape and np.allclose(given_labels, labels, rtol=1e-5, atol=1e-5),
+              f"{what}: transfer_step's step is given other labels than host_x @ {list(target)}, the target it was "
+              "called with")
 
 
 @rubric.test("test-transfer")
@@ -390,8 +380,7 @@ def _(e: Evidence):
     p = e.num_devices
     expected = _transfer([-1.0, 3.0], [0.2, -0.1], 0.05)
     own = e.values("transfer.own_step", (2,))
-    own_loss = charged_loss(e)  # the step's own loss, charged at the loss test: its own step is the reference here
-    if not (_steps_with_a_gradient(own, [-1.0, 3.0], [0.2, -0.1], 0.05) or own_loss and _moved(own, [0.2, -0.1])):
+    if not _steps_with_a_gradient(own, [-1.0, 3.0], [0.2, -0.1], 0.05):
         own = expected  # the learner's step computes no gradient: its own result proves nothing here
     e.close_to_any("transfer.sharded", [own], rtol=1e-5, atol=1e-6,
                    reason="is not one step of your make_train_step(0.05) from [0.2, -0.1] on the labels "
@@ -405,8 +394,8 @@ def _(e: Evidence):
         # Inside this call every output of make_train_step was moved by +1: the sharded result must carry the
         # shift, and a host result that carries it too was taken from the device (its weights or its gradient).
         own_other = e.values("transfer.other.own_step", (2,))
-        if not (_steps_with_a_gradient(own_other, other_target, other_start, other_rate)
-                or own_loss and _moved(own_other, other_start)):
+        _given_to_the_step(e, other_target, other_start, other_rate)
+        if not _steps_with_a_gradient(own_other, other_target, other_start, other_rate):
             own_other = other
         # the shift was added in the step's own dtype (a float16 step rounds it: that costs the update test only)
         dtype = np.asarray(e.get("transfer.other.own_step").value).dtype

@@ -1,4 +1,4 @@
-# scenario: a loss of the data that is not the lesson's, with a "gradient" that is not its derivative (the features' column means): later tests judge a step against its own gradient only when the grader's probes of the step's program show that gradient is the derivative of the returned loss, so this step earns no update, placement or transfer
+# scenario: a loss of the data that is not the lesson's, with a "gradient" that is not its derivative (the features' column means): no later test takes a gradient that is not the lesson loss's gradient up to a scale, so this step earns no update, placement or transfer
 # base: solution
 # expect-status: graded
 # expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps test-transfer

@@ -1,6 +1,6 @@
-# scenario: multiplies the features elementwise by the weights (features * weights) instead of features @ weights, broadcasting the labels as a column: at w = 0 with two features the gradient is exactly half the reference, as if the factor 2 were missing; the grader's own batch (three features, other weights) shows the cause; the update, placement and transfer tests judge the step against its own gradient (the derivative of its own loss, checked on its program), so the mistake costs the loss test and the ten steps against the host loop
+# scenario: multiplies the features elementwise by the weights (features * weights) instead of features @ weights, broadcasting the labels as a column: at w = 0 with two features the gradient is exactly half the reference, as if the factor 2 were missing; the grader's own batch (three features, other weights) shows the cause
 # base: solution
-# expect-fail: test-loss-and-gradient test-ten-steps
+# expect-fail: test-loss-and-gradient test-update test-placement test-ten-steps test-transfer
 # expect-message: the features were multiplied elementwise by the weights
 # expect-no-message: factor 2
 # %% cell train-step
