@@ -315,6 +315,8 @@ def test_formgrader_autograde_and_feedback_keep_the_projects_scores_and_hide_hid
     assert (course.root / "results.json").read_text() == results
     autograded = course.root / "autograded" / "dana" / "sharded_step" / "sharded_step.ipynb"
     assert autograded.exists()
+    # formgrader's view of the notebook holds the learner's cells and the course's, not the grader's own parameters
+    assert "figures_dir = None" not in autograded.read_text() and "injected-parameters" not in autograded.read_text()
 
     pressed = formgrader_button(course, "generate_feedback", "sharded_step", "dana")
     assert pressed["success"], pressed

@@ -156,9 +156,11 @@ def record(prepared: Prepared, executed, settings: Settings) -> NotebookResult:
     result, job = prepared.result, prepared.job
     book = Gradebook(settings.out)
     result.seconds = round(time.monotonic() - prepared.started, 2)
-    if executed is not None:
+    if executed is not None:  # judged already; formgrader renders this copy, without the grader's own parameters
+        shown = nbformat.from_dict(dict(executed, cells=[c for c in executed.cells if "injected-parameters"
+                                                         not in c.get("metadata", {}).get("tags", [])]))
         atomic_write(book.autograded_path(job.student_id, job.assignment_id, result.notebook),
-                     nbformat.writes(sanitize_notebook(executed)))  # judged already; formgrader renders this copy
+                     nbformat.writes(sanitize_notebook(shown)))
     atomic_write(book.feedback_path(job.student_id, job.assignment_id, result.notebook), render(result, executed))
     book.save(result, prepared.sha256)
     return result
