@@ -278,11 +278,13 @@ QUOTED_ABOUT = re.compile(r"`make test` takes about (\d+)\s+minutes")
 
 # A throughput, a ratio to the floor or the instructor's CPU per submission, as the pages quote them
 QUOTED_THROUGHPUT = re.compile(r"(\d[\d,]*(?:\.\d+)?)(?: submissions| notebooks)? (?:per|a) minute|(\d+\.\d\d?)x\b|"
-                               r"(\d[\d,]*(?:\.\d+)?) ms of CPU per submission")
+                               r"(\d[\d,]*(?:\.\d+)?) ms of CPU per submission|"
+                               # a latency: feedback after Submit, a burst's pages
+                               r"(\d+\.\d) s \(median|95th\s+percentile\s+(\d+\.\d) s|released\s+within\s+(\d+\.\d) s")
 
 
 def test_every_quoted_throughput_and_ratio_is_a_measured_one():
-    """Each throughput ("N per minute"), ratio ("0.63x") and instructor cost the README and the docs quote is a
+    """Each throughput ("N per minute"), ratio ("0.63x"), latency and instructor cost the README and the docs quote is a
     figure of benchmarks/RESULTS.md, where the benchmark scripts' runs are kept, rounded as the page rounds it: a
     figure typed by hand, or left behind by a newer run, fails here."""
     results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
