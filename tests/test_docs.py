@@ -354,6 +354,8 @@ AXE_PAGES = ["course/collectives.html", "course/local_mean_diagnosis.html", "ind
 @pytest.fixture(scope="module")
 def in_chromium(site):
     """What Chromium showed of the built site (tests/browser/site.mjs): the math of a lesson, axe-core's findings."""
+    from test_browser import _setup_browser  # noqa: PLC0415 - shared installer (skips where impossible)
+    _setup_browser()
     out, _, _ = site
     done = subprocess.run(["node", str(ROOT / "tests" / "browser" / "site.mjs")], cwd=ROOT, capture_output=True,
                           text=True, timeout=180, env={**os.environ, "LESSON_PAGE": str(out / "course" / "sharded_step.html"),
