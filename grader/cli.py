@@ -2,7 +2,9 @@
 
     grade     --submissions DIR --out DIR [--workers N | --scheduler tls://HOST:PORT --tls-dir DIR]
     certs     DIR [--hosts NAME...]                       TLS certificates for a Dask cluster
-    generate  [--check]                                   student notebooks from source/
+    generate  [NAME...] [--check]                         student notebooks from source/
+    new-assignment NAME                                   a new graded assignment to start from (source/NAME/)
+    lint      NAME [--static] [--strict]                  an assignment checked, its solution graded, before release
     execute   NOTEBOOK... [-p NAME VALUE]                 run notebooks headless (papermill)
     figures   [--check]                                   rebuild figures/ from source/
     samples   [--check]                                   rebuild samples/submitted/
@@ -20,7 +22,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import sys
 import time
@@ -30,13 +31,6 @@ from grader.layout import Course
 from grader.sandbox import Limits
 
 DEFAULT_SERVICE_PORT = 47080  # grader.service.app.DEFAULT_PORT; the learner's Validate asks there (grader.learner)
-
-
-def _parameter(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
 
 
 def cmd_grade(args) -> int:
@@ -179,6 +173,12 @@ def _build_or_check(args, build, stale, folder: str, command: str) -> int:
 def cmd_generate(args) -> int:
     from grader.course.generate import generate, stale
 
+    if args.assignments:  # only these (an author's new lesson): the others' notebooks stay as they are
+        unknown = sorted(set(args.assignments) - set(Course.default().assignments()))
+        if unknown or args.check:
+            return print(f"generate: {'--check takes no names' if args.check else 'no assignment ' + ', '.join(unknown)}",
+                         file=sys.stderr) or 2
+        return _build_or_check(args, lambda course: generate(course, args.assignments), stale, "notebooks", "generate")
     return _build_or_check(args, generate, stale, "notebooks", "generate")
 
 
@@ -196,27 +196,9 @@ def cmd_samples(args) -> int:
 
 
 def cmd_execute(args) -> int:
-    from grader.course.execute import BackendMissing, ExecutionFailed, check_platform, execute
+    from grader.course.execute import command
 
-    course = Course.default()
-    notebooks = args.notebooks or [course.source_notebook(a) for a in course.assignments()]
-    parameters = {name: _parameter(value) for name, value in args.parameter}
-    try:
-        check_platform(str(parameters.get("platform", "cpu")))
-    except BackendMissing as error:
-        print(f"execute: {error}", file=sys.stderr)
-        return 2
-    failed = 0
-    for notebook in notebooks:
-        notebook = Path(notebook).resolve()
-        out = args.out / notebook.name if args.out else notebook.with_name(notebook.stem + ".executed.ipynb")
-        print(f"executing {notebook} -> {out}", flush=True)
-        try:
-            execute(notebook, out, parameters=parameters, progress=not args.quiet)
-        except ExecutionFailed as error:
-            print(f"FAILED {error}", file=sys.stderr)
-            failed += 1
-    return 1 if failed else 0
+    return command(Course.default(), args.notebooks, args.parameter, args.out, quiet=args.quiet)
 
 
 def cmd_report(args) -> int:
@@ -367,8 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     certs.set_defaults(run=cmd_certs)
 
     generate = sub.add_parser("generate", help="write notebooks/ from source/ with nbgrader")
+    generate.add_argument("assignments", nargs="*", metavar="NAME", help="only these assignments (default: all)")
     generate.add_argument("--check", action="store_true", help="fail if notebooks/ is stale")
     generate.set_defaults(run=cmd_generate)
+
+    from grader.authoring.commands import add_parsers
+
+    add_parsers(sub)  # new-assignment, lint
 
     execute = sub.add_parser("execute", help="execute notebooks headless with papermill")
     execute.add_argument("notebooks", nargs="*", type=Path)

@@ -42,7 +42,12 @@ class Course:
         return self.root / "samples"
 
     def assignments(self) -> list[str]:
-        return [a for a in ASSIGNMENTS if (self.source / a).is_dir()]
+        """The course's assignments: the lessons in their order, then any other ``source/NAME/NAME.ipynb`` (a lesson
+        an author added with ``python -m grader new-assignment``), by name."""
+        known = [a for a in ASSIGNMENTS if (self.source / a).is_dir()]
+        added = sorted(p.name for p in self.source.glob("*/") if p.name not in ASSIGNMENTS
+                       and (p / f"{p.name}.ipynb").is_file()) if self.source.is_dir() else []
+        return known + added
 
     def source_notebook(self, assignment: str) -> Path:
         return self.source / assignment / f"{assignment}.ipynb"

@@ -180,15 +180,26 @@ def course() -> Course:
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory, course) -> dict[str, tuple[Case, NotebookResult]]:
-    base = tmp_path_factory.mktemp("corpus")
+def graded_settings(tmp_path_factory) -> Settings:
+    """How the graded batch is graded, with the run's kept kernel runs and program runs: a later grading of a notebook
+    the batch ran (the author's lint of a course solution, ``test_scenarios``) reads them instead of running again."""
+    from grader.classroom.identical import Identical  # noqa: PLC0415
+    from grader.programs.judged import Judged  # noqa: PLC0415
+
+    return Settings(out=tmp_path_factory.mktemp("corpus") / "out", limits=CORPUS_LIMITS, identical=Identical(),
+                    judged=Judged())
+
+
+@pytest.fixture(scope="session")
+def graded(graded_settings, course) -> dict[str, tuple[Case, NotebookResult]]:
+    settings = graded_settings
+    base = settings.out.parent
     submitted = base / "submitted"
     cases = [c for c in all_cases() if "requires" not in c.scenario.headers
              or (c.scenario.headers["requires"] == "process-limit" and process_limit_proven())]
     for case in cases:
         write_submission(course, case.assignment, case.scenario, submitted, case.student)
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}
-    settings = Settings(out=base / "out", limits=CORPUS_LIMITS)
     with host_listeners():
         results = grade_all(submitted, course, settings)  # the grader's default: cores + 1
     after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in submitted.rglob("*") if p.is_file()}

@@ -7,6 +7,7 @@
     submission (grade one submission, step by step)
     classroom (grade a class: locally or on Dask)    nbgrader_adapter (formgrader, gradebook, hand grades)
     service (the course's grading service: submissions graded as they arrive, Validate's diagnoses)
+    hub (a JupyterHub for the class)    authoring (a new assignment, and the lint that grades its solution)
     cli
 
     learner (the learner's JupyterLab server extension: rank of the vocabulary's neighbours; it runs on the
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers", "visible_checks", "raised"}
 RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
-        "nbgrader_adapter": 5, "service": 6, "hub": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1}
+        "nbgrader_adapter": 5, "service": 6, "hub": 6, "authoring": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1}
 MAX_LINES = 450
 
 

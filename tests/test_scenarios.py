@@ -136,3 +136,17 @@ def test_a_jitted_step_is_only_exported_and_python_around_it_also_runs_in_the_ke
     assert not kernel_values & jitted
     wrapped = recorded("corpus/sharded_step/wrong-numpy-outputs")  # NumPy results of a jitted program: Python around it
     assert kernel_values | {"program.step", "program.step_0.37"} <= wrapped
+
+
+@pytest.mark.parametrize("assignment", ["sharded_step", "local_mean_diagnosis", "collectives"])
+def test_the_courses_own_rubrics_pass_the_authors_lint(graded, graded_settings, course, assignment):
+    """``python -m grader lint`` on each lesson (docs/how-to/author-a-lesson.md): every test judged, every record
+    read, words for every key, visible values first, the solution at full marks. It judges the batch's own run of the
+    solution (the sample learner ada's notebook is the solution, byte for byte), so nothing runs again here."""
+    from grader.authoring.lint import lint  # noqa: PLC0415
+
+    before = graded_settings.identical.reused
+    report = lint(course, assignment, runs=(graded_settings.identical, graded_settings.judged))
+    assert report.failures() == [], "\n".join(map(str, report.failures()))
+    assert report.tests >= 6 and report.mistakes >= 10
+    assert graded_settings.identical.reused == before + 1, "the lint ran the solution again instead of reading its run"

@@ -6,6 +6,8 @@ Learners' submissions go through ``grader.submission.pipeline`` instead.
 """
 from __future__ import annotations
 
+import ast
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,3 +92,33 @@ def check_platform(platform: str) -> None:
             f"platform {platform!r}: this environment's JAX has no {platform} backend (no {platform} device or "
             f"no {platform} build of JAX); install it with `.venv/bin/pip install '{package}'` on a machine with "
             f"the accelerator, or run with -p platform cpu")
+
+
+def _parameter(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def command(course, notebooks: list[Path], parameters: list[tuple[str, str]], out: Path | None, *,
+            quiet: bool = False) -> int:
+    """``python -m grader execute``: each notebook (default: every instructor notebook) run headless; 1 if any failed."""
+    notebooks = notebooks or [course.source_notebook(a) for a in course.assignments()]
+    values = {name: _parameter(value) for name, value in parameters}
+    try:
+        check_platform(str(values.get("platform", "cpu")))
+    except BackendMissing as error:
+        print(f"execute: {error}", file=sys.stderr)
+        return 2
+    failed = 0
+    for notebook in notebooks:
+        notebook = Path(notebook).resolve()
+        target = out / notebook.name if out else notebook.with_name(notebook.stem + ".executed.ipynb")
+        print(f"executing {notebook} -> {target}", flush=True)
+        try:
+            execute(notebook, target, parameters=values, progress=not quiet)
+        except ExecutionFailed as error:
+            print(f"FAILED {error}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0

@@ -286,7 +286,10 @@ def program_runs(prepared: Prepared, execution: Execution | None, course: Course
 
 
 def judge_tests(course: Course, assignment: str, source, execution: Execution, num_devices: int,
-                programs: dict[str, dict[str, ProgramRun]] | None = None) -> list[TestResult]:
+                programs: dict[str, dict[str, ProgramRun]] | None = None, *,
+                evidence: type[Evidence] = Evidence) -> list[TestResult]:
+    """Each autograded test's result; ``evidence``: the class that hands a judge its cell's records (the author's
+    lint passes one that notes what each judge reads, ``grader.course.lint``)."""
     rubric = load_rubric(course.rubric(assignment))
     executed = {cells.grade_id(c): c for c in execution.notebook.cells if cells.grade_id(c)}
     # A test may judge a program another test cell recorded (the placement test reads the step's shardings).
@@ -314,7 +317,7 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             continue
         try:
             verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points,
-                                  raised.first_raised_before(execution.notebook.cells, gid), elsewhere)
+                                  raised.first_raised_before(execution.notebook.cells, gid), elsewhere, evidence)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
             # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
             # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
@@ -327,10 +330,11 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
 
 def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
                 programs: dict[str, dict[str, ProgramRun]] | None, points: float,
-                before: tuple[str, dict] | None = None, elsewhere: dict | None = None) -> Verdict:
+                before: tuple[str, dict] | None = None, elsewhere: dict | None = None,
+                evidence: type[Evidence] = Evidence) -> Verdict:
     """One test's verdict from its cell's records; ``before``: an earlier cell that raised (its name, its error)."""
     records, broken = records_of_cell(ran)
-    verdict = rubric.verdict(gid, Evidence(records, broken, num_devices=num_devices, elsewhere=elsewhere,
+    verdict = rubric.verdict(gid, evidence(records, broken, num_devices=num_devices, elsewhere=elsewhere,
                                            programs={**notebook_programs, **(programs or {}).get(gid, {})}), points)
     outputs = ran.get("outputs", [])
     visible = cells.visible_outputs(ran)

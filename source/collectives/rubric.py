@@ -42,6 +42,13 @@ rubric = Rubric(names={
     "budget.lesson": "the 1 MiB transfer budget",
     "budget.hidden": "transfer_budget at another size and rank counts",
     "quiz.answer": "the multiple-choice answer",
+    "program.own_sum": "the sum of your local contributions on the grader's batch",
+    "momentum.traceable": "whether momentum_step traces under jax.jit",
+    "budget.own_payloads": "the payloads of your ring_payload at the 1 MiB budget's sizes",
+    "budget.hidden.own_payloads": "the payloads of your ring_payload at another size and rank counts",
+    **{f"hidden.mesh{size}.{key}": f"{what} on a mesh of {size} device(s)" for size in range(1, 9) for key, what in [
+        ("own_sum", "the sum of your local contributions"), ("momentum.new_v", "the new momentum"),
+        ("momentum.new_w", "the new weights")]},
 }, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
 
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather"

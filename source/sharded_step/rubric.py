@@ -390,6 +390,7 @@ def _(e: Evidence):
                           "host_x @ [-1, 3]", mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     e.close("transfer.host", expected, rtol=1e-5, atol=1e-6,
             mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
+    _placed_as_the_step(e, "transfer.sharded", "transfer.own_step")  # visible values first: Validate judges these
     other_target, other_start, other_rate = [0.5, -2.0], np.array([1.0, 1.0]), 0.02  # as the hidden test calls it
     other = _transfer(other_target, other_start, other_rate)
     mistakes = _transfer_mistakes(other_target, other_start, other_rate, p)
@@ -422,14 +423,17 @@ def _(e: Evidence):
         raise Mismatch(f"{e.name('transfer.other.sharded')}: transfer_step did not run make_train_step(learning_rate):"
                        " the sharded result must be the jitted step's new weights, computed on the devices")
     e.close("transfer.other.host", other, rtol=1e-5, atol=1e-6, mistakes=mistakes)
-    # The sharded result is placed as the learner's own step places its new weights (a step that returns host
-    # arrays, or places them wrongly, loses the placement test, not this one).
-    for key, own_key in [("transfer.sharded", "transfer.own_step"), ("transfer.other.sharded", "transfer.other.own_step")]:
-        own_step = e.get(own_key)
-        if own_step.kind == "jax_array":
-            e.array(key, shape=(2,), jax=True)
-            e.replicas_close(key, e.values(key, (2,)), rtol=1e-6, atol=1e-7, against="the result's own value")
-            e.shard_shapes(key, (2,), devices=len(own_step.shards))
+    _placed_as_the_step(e, "transfer.other.sharded", "transfer.other.own_step")
+
+
+def _placed_as_the_step(e: Evidence, key: str, own_key: str) -> None:
+    """The sharded result is placed as the learner's own step places its new weights (a step that returns host
+    arrays, or places them wrongly, loses the placement test, not this one)."""
+    own_step = e.get(own_key)
+    if own_step.kind == "jax_array":
+        e.array(key, shape=(2,), jax=True)
+        e.replicas_close(key, e.values(key, (2,)), rtol=1e-6, atol=1e-7, against="the result's own value")
+        e.shard_shapes(key, (2,), devices=len(own_step.shards))
 
 
 @rubric.test("test-quiz")
