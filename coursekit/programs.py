@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 
 
-NOT_EXPORTED = "not exported"
+NOT_EXPORTED = "not exported"  # then ": " and the class name of JAX's error (the grader words it: launch.EXPORT_ERRORS)
 
 
 def is_program(fn) -> bool:
@@ -54,19 +54,21 @@ def exported(fn, *args) -> str:
     it wraps when its closure holds exactly one and that one exports for
     ``args`` (what ``fn`` does to the results outside it is judged from the
     values the notebook records), else ``jax.jit(fn)``. A function JAX cannot export (NumPy on traced values,
-    a Python callback, not a function at all) gives ``NOT_EXPORTED`` instead
-    of an error, so the test cell's other records are still made.
+    a Python callback, not a function at all) gives ``NOT_EXPORTED`` and the
+    class name of the error the last try raised instead of an error, so the
+    test cell's other records are still made and the feedback can say why.
     """
     import jax
 
     try:
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
         candidates = _candidates(fn)
-    except Exception:  # noqa: BLE001 - the grader says what an exportable program is
-        return NOT_EXPORTED
+    except Exception as error:  # noqa: BLE001 - the grader says what an exportable program is
+        return f"{NOT_EXPORTED}: {type(error).__name__}"
+    failed = None
     for candidate in candidates:
         try:
             return base64.b64encode(jax.export.export(candidate)(*specs).serialize()).decode("ascii")
-        except Exception:  # noqa: BLE001
-            continue
-    return NOT_EXPORTED
+        except Exception as error:  # noqa: BLE001
+            failed = error
+    return f"{NOT_EXPORTED}: {type(failed).__name__}"

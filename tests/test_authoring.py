@@ -123,8 +123,8 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
             visible=('record("example.global_mean", example_mean)',
                      'record("example.global_mean", example_mean)\nrecord("example.unjudged", example_mean)'))
     judge = (course / "source" / NAME / "rubric.py").read_text()
-    body = judge[judge.index("def test_global_mean"):]
-    _mutate(course, NAME, rubric=(body, '''def test_global_mean(e: Evidence):
+    body = judge[judge.index("def judge_global_mean"):]
+    _mutate(course, NAME, rubric=(body, '''def judge_global_mean(e: Evidence):
     for count in [e.num_devices] + sub_mesh_sizes(e.num_devices):
         shards = data.ragged_shards(seed=SEED + count, num_shards=count)
         e.close(f"hidden.{count}.global_mean", float(np.concatenate(shards).mean()))

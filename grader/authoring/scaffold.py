@@ -117,7 +117,7 @@ def mean_of_local_means(shards) -> Mistake:
 
 
 @rubric.test("test-global-mean")
-def test_global_mean(e: Evidence):
+def judge_global_mean(e: Evidence):
     example = [np.array([0.5, 1.5]), np.array([4.0])]
     e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means(example)])
     for count in [e.num_devices] + sub_mesh_sizes(e.num_devices):

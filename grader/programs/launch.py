@@ -247,6 +247,19 @@ def _run_confined(conf, request: dict, zygote=None, runner: list[str] | None = N
             rootfs.release_home(conf.home)
 
 
+# Why a program did not export, by the class of JAX's error (coursekit.programs.exported records only the class name)
+EXPORT_ERRORS = {
+    "ConcretizationTypeError": "a traced value was needed as a concrete number (float(), np.asarray, a Python "
+                               "condition or a shape computed from an array's values)",
+    "TracerArrayConversionError": "a traced array went to NumPy (np.asarray, np.array or a NumPy function on it): "
+                                  "use jax.numpy inside the program",
+    "TracerBoolConversionError": "a Python if or while tested a traced value: use jnp.where or jax.lax.cond",
+    "TracerIntegerConversionError": "a traced value was used as a Python int (an index, a range or a shape)",
+    "UnexpectedTracerError": "a traced value from another call was kept (in a global, a list or a closure) and used",
+    "TypeError": "the function does not take the arguments the hidden test gives it, or returns something that is "
+                 "not arrays",
+}
+
 def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings,
                  zygote=None, fill_cache: Path | None = None, judged=None) -> dict[str, ProgramRun]:
     """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
@@ -261,10 +274,14 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     runs: dict[str, ProgramRun] = {}
     present, claimed, waiting = [], [], []
     for program in programs:
-        if blobs.get(program.key) == NOT_EXPORTED:  # the kernel's own words are never shown: they are the learner's
+        blob = blobs.get(program.key)
+        if isinstance(blob, str) and (blob == NOT_EXPORTED or blob.startswith(NOT_EXPORTED + ": ")):
+            # the kernel's own words are never shown (they are the learner's): only a known class name picks a line
+            why = EXPORT_ERRORS.get(blob[len(NOT_EXPORTED) + 2:])
             error = ("JAX could not export it (jax.export) for the arrays the hidden test gave it: it must compute "
                      "from its arguments only (not from the notebook's own arrays), work for any batch size, and be a "
-                     "function of JAX operations only, with no NumPy on traced values and no Python callbacks")
+                     "function of JAX operations only, with no NumPy on traced values and no Python callbacks"
+                     + (f"; here: {why}" if why else ""))
             if program.mesh != num_devices:  # it exported on the notebook's own mesh, or that test failed first
                 error = (f"it stopped working with {program.mesh} device(s): the grader also runs your code with other "
                          f"numbers of devices than the lesson's four, and with {program.mesh} it could not be traced; "

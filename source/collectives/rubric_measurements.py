@@ -4,7 +4,7 @@ import numpy as np
 
 from grader.submission.judge import Evidence, Mismatch, Mistake
 
-from .rubric import rubric  # noqa: E402
+from .rubric_collectives import rubric
 
 
 PROBES = [("timing.probe", 7, 8000.0), ("timing.short", 3, 2000.0)]  # key, repeats, microseconds per call
@@ -65,7 +65,7 @@ def _probe_log(e: Evidence, key: str, repeats: int):
 
 
 @rubric.test("test-timing")
-def _(e: Evidence):
+def judge_timing(e: Evidence):
     e.equal("timing.sample_count", 7)
     probed = {delay: _probe_log(e, key, repeats) for key, repeats, delay in PROBES}
     samples = {delay: values for delay, (values, _) in probed.items()}
@@ -114,7 +114,7 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
 
 
 @rubric.test("test-payload")
-def _(e: Evidence):
+def judge_payload(e: Evidence):
     e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
     for key, cases in [("payload.hidden", payload_cases(e.num_devices)), ("payload.budget_sizes",
                                                                           budget_sizes(e.num_devices))]:
@@ -189,7 +189,7 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
 
 
 @rubric.test("test-budget")
-def _(e: Evidence):
+def judge_budget(e: Evidence):
     cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
              ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]
     for key, own_key, size, ranks in cases:

@@ -6,7 +6,7 @@ from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
 from grader.submission.judge import Evidence, Mismatch, Mistake
 from grader.programs import Input, Program
 
-from .rubric import gradient, own_values_or_reference, portions_close, program_meshes, rubric  # noqa: E402
+from .rubric_collectives import gradient, own_values_or_reference, portions_close, program_meshes, rubric
 
 
 PARTITIONED = "the momentum is no longer partitioned: keep weights and momentum split P('data')"
@@ -76,7 +76,7 @@ def _momentum_on_devices(e: Evidence):
 
 
 @rubric.test("test-momentum")
-def _(e: Evidence):
+def judge_momentum(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
     v = np.linspace(-0.02, 0.03, 8, dtype=np.float32).astype(np.float64)
@@ -124,7 +124,7 @@ def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
 
 
 @rubric.test("test-make-it-yours")
-def _(e: Evidence):
+def judge_make_it_yours(e: Evidence):
     x, y, w = data.collectives_batch()
     p = e.num_devices
     _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)

@@ -133,7 +133,7 @@ def local_means_close(e: Evidence, key: str, sums, counts, what: str) -> None:
 
 
 @rubric.test("test-two-averages")
-def _(e: Evidence):
+def judge_two_averages(e: Evidence):
     e.close("example.global_mean", 2.0, mistakes=[Mistake(2.5, "this is the mean of local means: the global "
                                                                 "mean weighs every example once")])
     e.close("example.mean_of_local_means", 2.5, mistakes=[Mistake(2.0, "this is the global mean: the mean of "
@@ -155,7 +155,7 @@ def _(e: Evidence):
 
 
 @rubric.test("test-local-gradients")
-def _(e: Evidence):
+def judge_local_gradients(e: Evidence):
     x, y = data.lesson_batch()
     w = np.zeros(2)
 
@@ -196,7 +196,7 @@ def _wrong_axis(k: int, d: int) -> dict:
 
 
 @rubric.test("test-equal-shards")
-def _(e: Evidence):
+def judge_equal_shards(e: Evidence):
     e.close("lesson.equal", LESSON_GRADIENT, mistakes=_equal_mistakes(np.array(LESSON_LOCALS_2222)),
             shape_mistakes=_wrong_axis(4, 2))
     for count in shard_counts(e.num_devices):
@@ -226,7 +226,7 @@ NUMBER_SHAPE = "the docstring promises a single number for (k,) local means: the
 
 
 @rubric.test("test-unequal-shards")
-def _(e: Evidence):
+def judge_unequal_shards(e: Evidence):
     e.close("lesson.weighted", LESSON_GRADIENT, mistakes=_weighted_mistakes(LESSON_LOCALS_35, [3, 5]))
     e.close("lesson.weighted_number", 2.0, mistakes=_weighted_mistakes([1.0, 4.0], [2, 1]),
             shape_mistakes={(2,): NUMBER_SHAPE, (2, 2): NUMBER_SHAPE})
@@ -246,7 +246,7 @@ def _(e: Evidence):
 
 
 @rubric.test("test-masked-mean")
-def _(e: Evidence):
+def judge_masked_mean(e: Evidence):
     p = e.num_devices
     losses, mask = data.masked_tokens(seed=0, num_shards=p)
     e.close("lesson.masked_mean", masked_mean(losses, mask), mistakes=masked_mistakes(losses, mask, p))
@@ -267,7 +267,7 @@ def _statistics(e: Evidence, prefix: str, losses, mask, shards: int, where: str)
 
 
 @rubric.test("test-shard-statistics")
-def _(e: Evidence):
+def judge_shard_statistics(e: Evidence):
     p = e.num_devices
     _statistics(e, "lesson", *data.masked_tokens(seed=0, num_shards=p), p, "of the lesson batch")
     for count in [2 * p] + sub_mesh_sizes(p)[-1:]:
@@ -289,7 +289,7 @@ def _combine_mistakes(sums, counts) -> list[Mistake]:
 
 
 @rubric.test("test-combine")
-def _(e: Evidence):
+def judge_combine(e: Evidence):
     e.close("lesson.combined", 18.5 / 10, mistakes=_combine_mistakes([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
     for count in shard_counts(e.num_devices):
         sums, counts = data.shard_partials(seed=90230 + count, num_shards=count)
@@ -309,7 +309,7 @@ def nonzero_counts(losses, mask, shards: int):
 
 
 @rubric.test("test-device-partials")
-def _(e: Evidence):
+def judge_device_partials(e: Evidence):
     p = e.num_devices
     for prefix, (losses, mask) in _partials_cases(p):
         sums, counts = block_partials(losses, mask, p)
@@ -340,7 +340,7 @@ def _(p: int):
 
 
 @rubric.test("test-shard-map")
-def _(e: Evidence):
+def judge_shard_map(e: Evidence):
     p = e.num_devices
     cases = [
         ("device", data.masked_tokens(seed=0, num_shards=p), p),

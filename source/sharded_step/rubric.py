@@ -130,7 +130,7 @@ def _close(e: Evidence, prefix: str, which: str, x, y, w, *, rtol: float, atol: 
 
 
 @rubric.test("test-loss-and-gradient")
-def _(e: Evidence):
+def judge_loss_and_gradient(e: Evidence):
     """Two skills, judged apart (the cell's 3 points): the loss (1) and the gradient (2). Each is checked on the
     lesson batch, in the step's program itself on a batch the grader draws, and in the programs make_train_step
     builds for whatever mesh the notebook's names refer to (values computed in the kernel are not enough). A step
@@ -212,7 +212,7 @@ def _rate_mistakes(start, own, actual, rate: float, rtol: float, atol: float) ->
 
 
 @rubric.test("test-update")
-def _(e: Evidence):
+def judge_update(e: Evidence):
     x, y, w = lesson()
     _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6, data=(x, y, w))
     hx, hy, hw = data.random_regression(seed=90202, rows=2 * e.num_devices, cols=2)
@@ -256,7 +256,7 @@ def _step_on_devices(e: Evidence):
 
 
 @rubric.test("test-placement")
-def _(e: Evidence):
+def judge_placement(e: Evidence):
     p = e.num_devices
     hx, hy, hw = data.random_regression(seed=90203, rows=p, cols=5)
     for prefix, d, batch in [("lesson.", 2, lesson()), ("hidden.placed.", 5, (hx, hy, hw.astype(np.float64)))]:
@@ -316,7 +316,7 @@ def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
 
 
 @rubric.test("test-ten-steps")
-def _(e: Evidence):
+def judge_ten_steps(e: Evidence):
     x, y, w = lesson()  # the visible record first: Validate judges it, then stops at the hidden one
     _follows_first_step(e, "lesson.trajectory", x, y, w)
     hx, hy, hw = data.random_regression(seed=90204, rows=2 * e.num_devices, cols=2)
@@ -379,7 +379,7 @@ def _given_to_the_step(e: Evidence, target, start, rate) -> None:
 
 
 @rubric.test("test-transfer")
-def _(e: Evidence):
+def judge_transfer(e: Evidence):
     p = e.num_devices
     expected = _transfer([-1.0, 3.0], [0.2, -0.1], 0.05)
     own = e.values("transfer.own_step", (2,))
@@ -437,7 +437,7 @@ def _placed_as_the_step(e: Evidence, key: str, own_key: str) -> None:
 
 
 @rubric.test("test-quiz")
-def _(e: Evidence):
+def judge_quiz(e: Evidence):
     e.equal("quiz.answer", 2, mistakes={
         1: "summing four local means gives four times the global mean gradient",
         3: "one device's gradient is a local quantity; it does not follow the global loss",

@@ -1,0 +1,432 @@
+"""References for collectives' test cells, computed by the grader in NumPy.
+
+Gradients come from the analytic 2/N X^T (Xw - y), payloads from the ring
+formulas; hidden inputs are rebuilt from the seeds the hidden tests use. The
+timing test is judged on how the learner's timer measured a probe whose result
+completes a known time after the call returns, never on speed.
+
+One skill per test: a program's values are compared with the reference or,
+where the program is built from an earlier TODO, with the sum of the learner's
+own local contributions (a wrong denominator in ``local_contribution`` costs that
+test only). Hidden runs use sub-meshes of the kernel's devices
+(``coursekit.meshes``), so code that assumes four devices fails in a default run.
+"""
+import numpy as np
+
+from coursekit import data
+from coursekit.meshes import sub_mesh_sizes
+from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, scaled
+from grader.programs import Input, Program
+
+rubric = Rubric(names={
+    "lesson.terms": "the local contributions on the lesson data",
+    "lesson.all_reduce": "the all-reduced gradient",
+    "lesson.own_sum": "the sum of your local contributions",
+    "lesson.reduce_scatter": "the reduce-scattered gradient",
+    "timing.sample_count": "the number of samples by default",
+    "payload.lesson": "the payload at G = 32 bytes, p = 4",
+    "payload.hidden": "ring_payload at other sizes and rank counts",
+    "payload.budget_sizes": "ring_payload at the transfer budget's sizes",
+    "momentum.new_v": "the new momentum",
+    "momentum.new_w": "the new weights",
+    "yours.all_reduced": "the all-reduced gradient of the jointly reversed data",
+    "yours.gathered": "the gathered gradient of the jointly reversed data",
+    "yours.original_all_reduced": "all_gradient on the original order",
+    "yours.original_gathered": "gather(shard_gradient(...)) on the original order",
+    "yours.label_only": "the label-only reversal gradient",
+    "hidden.yours.all_reduced": "the all-reduced gradient of an unseen reversed batch",
+    "hidden.yours.gathered": "the gathered gradient of an unseen reversed batch",
+    "hidden.yours.original_all_reduced": "all_gradient on an unseen batch in its original order",
+    "hidden.yours.original_gathered": "gather(shard_gradient(...)) on an unseen batch in its original order",
+    "hidden.yours.label_only": "the label-only reversal gradient of an unseen batch",
+    "budget.lesson": "the 1 MiB transfer budget",
+    "budget.hidden": "transfer_budget at another size and rank counts",
+    "quiz.answer": "the multiple-choice answer",
+    "program.own_sum": "the sum of your local contributions on the grader's batch",
+    "momentum.traceable": "whether momentum_step traces under jax.jit",
+    "budget.own_payloads": "the payloads of your ring_payload at the 1 MiB budget's sizes",
+    "budget.hidden.own_payloads": "the payloads of your ring_payload at another size and rank counts",
+    **{f"hidden.mesh{size}.{key}": f"{what} on a mesh of {size} device(s)" for size in range(1, 9) for key, what in [
+        ("own_sum", "the sum of your local contributions"), ("momentum.new_v", "the new momentum"),
+        ("momentum.new_w", "the new weights")]},
+}, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
+
+ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather"
+
+
+def program_meshes(p: int) -> list[int]:
+    """The sub-mesh size the hidden program tests use: all devices but one (3 of 4), one compilation per test."""
+    return sub_mesh_sizes(p)[-1:]
+
+
+def gradient(x, y, w):
+    x = x.astype(np.float64)
+    return 2 * x.T @ (x @ np.asarray(w, dtype=np.float64) - y) / len(y)
+
+
+def terms(x, y, w, devices):
+    """Each device's term 2/N X_r^T (X_r w - y_r), rows split into equal consecutive blocks."""
+    block = len(y) // devices
+    x = x.astype(np.float64)
+    return np.stack([
+        2 * x[r * block:(r + 1) * block].T @ (x[r * block:(r + 1) * block] @ w - y[r * block:(r + 1) * block]) / len(y)
+        for r in range(devices)
+    ])
+
+
+def own_values_or_reference(e: Evidence, own_key: str, reference) -> list:
+    """The values a result may match: the host reference, and the learner's own programs' values recorded under
+    ``own_key`` (the reversal test compares the learner's programs with themselves)."""
+    candidates = [np.asarray(reference, dtype=np.float64)]
+    if e.has(own_key):
+        own = e.array(own_key, shape=np.shape(reference)).astype(np.float64)
+        if np.linalg.norm(own) > 1e-3 * np.linalg.norm(reference):  # a degenerate (zero) value proves nothing
+            candidates.append(own)
+    return candidates
+
+
+def own_or_reference(e: Evidence, own_key: str, reference, tested_key: str) -> list:
+    """The values a program may match: the host reference, and the sum of the learner's own local contributions
+    when the local-contribution test recorded the same one (``own_base``)."""
+    base, known = own_base(e, own_key, reference, tested_key)
+    return [np.asarray(reference, dtype=np.float64)] + ([base] if known else [])
+
+
+def program_close(e: Evidence, key: str, candidates: list, what: str, mistakes, *, rtol: float, atol: float):
+    e.close_to_any(key, candidates, rtol=rtol, atol=atol, what=what, mistakes=mistakes,
+                   reason="differs from the host NumPy reference (and from the sum of your own local contributions)")
+
+
+def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, atol=1e-7, what: str,
+                   candidates=None, mistakes=()):
+    """Each of ``devices`` shards holds exactly its consecutive slice of the global value."""
+    expected = np.asarray(expected, dtype=np.float64)
+    transposed = expected.reshape(-1, devices).T.ravel() if len(expected) % devices == 0 else None
+    layout = [Mistake(transposed, f"the values are right but in the wrong places: device r should hold the "
+                                  f"consecutive slice r*d/p ... (r+1)*d/p; this is a transposed shard layout "
+                                  f"(reshape to (p, d/p), not (d/p, p))")] if transposed is not None else []
+    actual = e.close_to_any(key, candidates or [expected], rtol=rtol, atol=atol, what=what,
+                            mistakes=layout + list(mistakes),
+                            reason="differs from the host NumPy reference")
+    portion = len(expected) // devices
+    recorded = e.get(key, what=what)
+    shapes = sorted({tuple(s.value.shape) for s in recorded.shards}) if recorded.kind == "jax_array" else []
+    if devices > 1 and shapes == [tuple(expected.shape)]:
+        raise Mismatch(f"{what}: every device holds all {len(expected)} values: the result should stay "
+                       f"partitioned, {portion} per device (out_specs P('data'))")
+    e.shard_shapes(key, (portion,), devices=devices, what=what)
+    starts = set()
+    for shard in recorded.shards:
+        try:
+            start, stop = shard.index[0]
+        except (TypeError, ValueError, IndexError):
+            raise Mismatch(f"{what}: the shard on device {shard.device} has no slice index") from None
+        start = 0 if start is None else start
+        stop = len(expected) if stop is None else stop
+        e.require(type(start) is int and type(stop) is int and 0 <= start < stop <= len(expected),
+                  f"{what}: the shard on device {shard.device} has a slice index outside the value")
+        e.require(stop - start == portion, f"{what}: device {shard.device} should hold {portion} consecutive values")
+        e.require(np.allclose(shard.value.astype(np.float64), actual[start:stop], rtol=rtol, atol=atol),
+                  f"{what}: the portion on device {shard.device} is not its slice of the global value")
+        starts.add(start)
+    e.require(len(starts) == devices, f"{what}: the devices should hold different portions")
+
+
+def contribution_mistakes(expected, p: int, mesh: int | None = None) -> list[Mistake]:
+    k = mesh or p
+    return scaled(expected, {
+        float(k): f"{k} times the global gradient: divided by the local row count n_local = N/{k} instead of "
+                  "the global count N (the summed gradient is p times too large)",
+        1.0 / k: f"the global gradient divided by the number of devices ({k})",
+        k / 4: f"scaled by {k}/4 with {k} device(s): the code assumes four devices",
+        0.5: "half the reference: the factor 2 is missing",
+        -1.0: "the sign is flipped",
+    })
+
+
+def own_base(e: Evidence, own_key: str, reference, tested_key: str):
+    """``(base, known)``: the sum of the learner's own local contributions recorded here, when the local-contribution
+    test recorded the same sum on the same batch (``tested_key``: ``lesson.terms``, or one of its hidden
+    ``hidden.batch{seed}.sum``); a wrong local_contribution, named or not, then costs that test only. Otherwise the
+    reference: a local_contribution that answers its own test one way and a later test's cell another (or a
+    library function patched in between) gets no say in what the later programs must compute."""
+    reference = np.asarray(reference, dtype=np.float64)
+    if e.has(own_key):
+        own = e.array(own_key, shape=reference.shape).astype(np.float64)
+        tested = e.elsewhere("test-local-contribution", tested_key)
+        tested = tested.sum(axis=0) if tested is not None and tested.ndim == 2 else tested
+        if tested is not None and tested.shape == own.shape and np.all(np.isfinite(own)) and \
+                np.linalg.norm(own) > 1e-3 * np.linalg.norm(reference) and np.allclose(own, tested, rtol=1e-5, atol=1e-7):
+            return own, True  # (a degenerate, zero sum proves nothing)
+    return reference, False
+
+
+def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool) -> list[Mistake]:
+    """The mistakes of a collective program whose value should be ``base``: the learner's own summed local
+    contributions when ``own_known`` (their local count is then judged by the local-contribution test alone, so a
+    program k times that sum reduced twice), else the reference, where k times is either mistake."""
+    k = mesh or p
+    twice = (f"{k} times the sum of your own local contributions (which are right, or judged on their own): the "
+             f"reduction was applied twice: a psum of a value already summed over the {k} devices (psum twice, or "
+             "psum and psum_scatter both) multiplies it by the device count: combine the local contributions with "
+             "one collective") if own_known else (
+             f"{k} times the global gradient: either each device divided by its local row count n_local = N/{k} "
+             f"instead of N, or the reduction was applied twice (a psum of a value already summed over the {k} "
+             "devices)")
+    mistakes = [Mistake(m.value, twice) if np.allclose(m.value, k * np.asarray(base, dtype=np.float64)) and k != 1
+                else m for m in contribution_mistakes(base, p, mesh)]
+    if k > 1 and not own_known:
+        mistakes += scaled(base, {float(k * k): f"{k * k} times the global gradient: the normalization went wrong "
+                                                f"twice: each device divided by its local row count N/{k} and the "
+                                                "reduction was applied twice"})
+    return mistakes
+
+
+@rubric.test("test-local-contribution")
+def judge_local_contribution(e: Evidence):
+    p = e.num_devices
+    x, y, w = data.collectives_batch()
+    expected = terms(x, y, w, p)
+    e.close("lesson.terms", expected, rtol=1e-5, atol=1e-7, mistakes=contribution_mistakes(expected, p))
+    for count in [p] + sub_mesh_sizes(p):
+        hx, hy, hw = data.random_regression(seed=90301 + count, rows=3 * count, cols=5)
+        expected = terms(hx, hy, hw, count)
+        e.close(f"hidden.{count}.terms", expected, rtol=1e-4, atol=1e-5,
+                what=f"local_contribution of {count} block(s) of an unseen batch",
+                mistakes=contribution_mistakes(expected, p, mesh=count))
+    # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
+    # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
+    for seed, rows, columns, count in batch_sums(p):
+        bx, by, bw = data.random_regression(seed=seed, rows=rows, cols=columns)
+        expected = gradient(bx, by, bw)
+        e.close(f"hidden.batch{seed}.sum", expected, rtol=1e-4, atol=1e-5,
+                what=f"the sum of local_contribution over {count} block(s) of an unseen batch",
+                mistakes=contribution_mistakes(expected, p, mesh=count))
+
+
+def batch_sums(p: int) -> list[tuple[int, int, int, int]]:
+    """(seed, rows, columns, blocks) of the batches whose summed local contributions test-local-contribution records
+    for the later tests (``hidden.batch{seed}.sum``): the all-reduce's and the reduce-scatter's sub-mesh batches, and
+    the batch of the programs the grader runs."""
+    size = program_meshes(p)[0]
+    return [(90302 + size, 2 * size, 2 * size, size), (90303 + size, 2 * size, 3 * size, size),
+            (90307, 2 * p, 2 * p, p)]
+
+
+def _meshes_ran(e: Evidence, key: str, size: int, what: str):
+    e.require(e.has(key), f"{what}: no result: the program did not run on a mesh of {size} device(s) (does "
+                          "make_collectives use the mesh it is given, with any number of devices that divides "
+                          "the data, or does it assume the lesson's four devices?)")
+
+
+@rubric.test("test-all-reduce")
+def judge_all_reduce(e: Evidence):
+    p = e.num_devices
+    x, y, w = data.collectives_batch()
+    g = gradient(x, y, w)
+    e.array("lesson.all_reduce", shape=(8,), jax=True)
+    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
+    program_close(e, "lesson.all_reduce", own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
+                  e.name("lesson.all_reduce"), reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
+    e.shard_shapes("lesson.all_reduce", (8,), devices=p)
+    e.replicas_close("lesson.all_reduce", e.array("lesson.all_reduce"), rtol=1e-6, atol=1e-7,
+                     against="the all-reduced value: the replicas disagree")
+    for size in program_meshes(p):
+        key, what = f"hidden.mesh{size}.all_reduce", f"all_gradient on a mesh of {size} device(s)"
+        _meshes_ran(e, key, size, what)
+        hx, hy, hw = data.random_regression(seed=90302 + size, rows=2 * size, cols=2 * size)
+        g = gradient(hx, hy, hw)
+        e.array(key, shape=g.shape, jax=True, what=what)
+        tested = f"hidden.batch{90302 + size}.sum"  # the local-contribution test's sum on this very batch
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
+        program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested), what,
+                      reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
+        e.shard_shapes(key, g.shape, devices=size, what=what)
+    program_gradient(e, "all_gradient", split_output=False)
+
+
+@rubric.test("test-reduce-scatter")
+def judge_reduce_scatter(e: Evidence):
+    p = e.num_devices
+    x, y, w = data.collectives_batch()
+    g = gradient(x, y, w)
+    e.array("lesson.reduce_scatter", shape=(8,), jax=True)
+    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
+    portions_close(e, "lesson.reduce_scatter", g, p, what=e.name("lesson.reduce_scatter"),
+                   candidates=own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
+                   mistakes=reduction_mistakes(base, p, own_known=known))
+    for size in program_meshes(p):
+        key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
+        _meshes_ran(e, key, size, what)
+        # 3 values per device: the lesson and the program keep 2, so a portion size written as 2 shows here
+        hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
+        g = gradient(hx, hy, hw)
+        e.array(key, shape=g.shape, jax=True, what=what)
+        tested = f"hidden.batch{90303 + size}.sum"  # the local-contribution test's sum on this very batch
+        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
+        portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
+                       candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested),
+                       mistakes=reduction_mistakes(base, p, mesh=size, own_known=known))
+    program_gradient(e, "shard_gradient", split_output=True)
+
+
+STACKED = "all_gather without tiled=True stacks a new axis: gather with tiled=True to join the portions"
+
+
+@rubric.test("test-all-gather")
+def judge_all_gather(e: Evidence):
+    p = e.num_devices
+    x, y, w = data.collectives_batch()
+    g = gradient(x, y, w).astype(np.float32).astype(np.float64)  # the test placed the host gradient, split
+    e.array("lesson.gathered_here", shape=(8,), jax=True, shape_mistakes={(p, 8 // p): STACKED},
+            what="gather of the split host gradient")
+    e.close("lesson.gathered_here", g, rtol=1e-6, atol=1e-7, what="gather of the split host gradient")
+    e.shard_shapes("lesson.gathered_here", (8,), devices=p, what="gather of the split host gradient")
+    e.replicas_close("lesson.gathered_here", g, rtol=1e-6, atol=1e-7, what="gather of the split host gradient",
+                     against="the gathered vector: every device should hold all of it")
+    for size in program_meshes(p):
+        key, what = f"hidden.mesh{size}.gathered", f"gather on a mesh of {size} device(s)"
+        _meshes_ran(e, key, size, what)
+        _, vector, _ = data.random_regression(seed=90304 + size, rows=3 * size, cols=2)
+        e.array(key, shape=vector.shape, jax=True, what=what, shape_mistakes={(size, 3): STACKED})
+        e.close(key, vector, rtol=1e-6, atol=1e-7, what=what)
+        e.shard_shapes(key, vector.shape, devices=size, what=what)
+        e.replicas_close(key, vector, rtol=1e-6, atol=1e-7, what=what)
+    what = "gather, run by the grader on a vector it drew"
+    run = e.program_shardings("program.gather", outputs=[True], what=what)
+    one_region(e, run, ALL_GATHER, what)
+    e.program_close("program.gather", 0, run.inputs[0].astype(np.float64), rtol=1e-6, atol=1e-7, what=what)
+
+
+def _lowered(e: Evidence, prefix: str, where: str):
+    expectations = {
+        "all_gradient": (ALL_REDUCE, (REDUCE_SCATTER, ALL_GATHER)),
+        "shard_gradient": (REDUCE_SCATTER, (ALL_REDUCE, ALL_GATHER)),
+        "gather": (ALL_GATHER, (ALL_REDUCE, REDUCE_SCATTER)),
+    }
+    for name, (wanted, unwanted) in expectations.items():
+        what = f"{name} lowered {where}"
+        text = e.text(f"{prefix}{name}", what=what)
+        e.require("stablehlo" in text and "func.func" in text, f"{what}: this is not lowered StableHLO text")
+        e.require(wanted in text, f"{what}: the lowered program has no {wanted}")
+        for other in unwanted:
+            e.require(other not in text, f"{what}: the lowered program also contains {other}")
+
+
+def gradient_inputs(p: int) -> tuple[Input, ...]:
+    n = 2 * p
+    return Input((n, n), ("data", None)), Input((n,), ("data",)), Input((n,))
+
+
+@rubric.programs("test-all-reduce")
+def _(p: int):
+    return [Program("program.all_gradient", p, gradient_inputs(p))]
+
+
+@rubric.programs("test-reduce-scatter")
+def _(p: int):
+    return [Program("program.shard_gradient", p, gradient_inputs(p))]
+
+
+@rubric.programs("test-all-gather")
+def _(p: int):
+    return [Program("program.gather", p, (Input((2 * p,), ("data",)),))]
+
+
+@rubric.programs("test-lowered")
+def _(p: int):  # read for their collectives, not run (the tests above run them)
+    return [Program("program.lowered.all_gradient", p, gradient_inputs(p), run=False),
+            Program("program.lowered.shard_gradient", p, gradient_inputs(p), run=False),
+            Program("program.lowered.gather", p, (Input((2 * p,), ("data",)),), run=False)]
+
+
+def own_factor(e: Evidence) -> float:
+    """How the learner's own summed local contributions compare with the gradient (1 when right; p when each
+    divides by the local count, ...), from the values the test recorded for the batch of seed 90307.
+
+    The factor stands for the learner's own contributions only when the local-contribution test recorded the same
+    sum on that batch (``own_base``); otherwise, and for a zero sum above all (a program that returns zeros), the
+    program is judged against the reference: the record comes from the kernel and must never let the program
+    compute less than the gradient."""
+    p = e.num_devices
+    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
+    reference = gradient(ex, ey, ew)
+    own = e.array("program.own_sum", shape=reference.shape, what="your summed local contributions")
+    factor = float(np.dot(own, reference) / np.dot(reference, reference))
+    e.require(np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6),
+              "your local contributions do not sum to a multiple of the gradient, so the program cannot be judged "
+              "(see the local-contribution test)")
+    return factor if own_factor_known(e) else 1.0
+
+
+def own_factor_known(e: Evidence) -> bool:
+    """Whether the learner's own summed contributions (batch of seed 90307) stand for the program (``own_base``)."""
+    p = e.num_devices
+    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
+    return own_base(e, "program.own_sum", gradient(ex, ey, ew), "hidden.batch90307.sum")[1]
+
+
+def program_gradient(e: Evidence, name: str, *, split_output: bool):
+    """The program itself, run by the grader on a batch it drew: the sum of the learner's own local
+    contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
+    key, what = f"program.{name}", f"{name}, run by the grader on a batch it drew"
+    run = e.program_shardings(key, outputs=[not split_output], what=what)
+    one_region(e, run, REDUCE_SCATTER if split_output else ALL_REDUCE, what)
+    x, y, w = run.inputs
+    expected = own_factor(e) * gradient(x, y, w)
+    e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
+                    mistakes=reduction_mistakes(expected, e.num_devices, own_known=own_factor_known(e)))
+    if split_output:
+        n, p = len(y), e.num_devices
+        e.require(all(shape == (n // p,) for shape in run.outputs[0].shard_shapes),
+                  f"{what}: each device should keep only its {n // p} values")
+
+
+NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: outside the per-device program there "
+                  "should be nothing but the placement of inputs and results (a computation beside or around the "
+                  "shard_map is partitioned by the compiler, which adds collectives of its own, a shard_map whose "
+                  "in_specs differ from the inputs' placement makes the compiler move the data first, and a sharding "
+                  "constraint or out_shardings that re-places what the shard_map returns makes it move the result)")
+
+
+MOVES_DATA = ("its collective carries the batch itself, not the local results: each device must reduce its own rows "
+              "to its local contribution first, and the collective combines those (a psum of buffers the size of the "
+              "whole batch, each device filling in its rows, is an all-gather of the data written as an all-reduce)")
+
+
+def one_region(e: Evidence, run, wanted: str, what: str) -> None:
+    """The program computes in one shard_map region and communicates with ``wanted`` only: the collective the
+    test is about does the work (a plain jit whose partitioner adds collectives, or a gather of everything
+    followed by a local computation, is not the lesson's program, whatever values it returns)."""
+    e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map, "
+                          "manual over the mesh axis the inputs are split on")
+    e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
+    e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
+    for other, count in run.collectives.items():
+        e.require(other == wanted.split(".")[1] or count == 0,
+                  f"{what}: the program also communicates with {other}: use {wanted} only")
+    e.require(not run.moves_data, f"{what}: {MOVES_DATA}")
+
+
+def _programs(e: Evidence):
+    """The three programs themselves, exported by the kernel and read by the grader: their collectives come
+    from the programs, never from text the kernel reports."""
+    for name, wanted in [("all_gradient", ALL_REDUCE), ("shard_gradient", REDUCE_SCATTER), ("gather", ALL_GATHER)]:
+        key, what = f"program.lowered.{name}", f"{name}, read by the grader from the program itself"
+        one_region(e, e.program(key, what=what), wanted, what)
+        e.program_inputs(key, what=what)
+
+
+@rubric.test("test-lowered")
+def judge_lowered(e: Evidence):
+    _lowered(e, "lowered.", "on the lesson's mesh")
+    _lowered(e, "hidden.lowered.", "for an unseen batch")
+    _programs(e)
+
+
+@rubric.test("test-quiz")
+def judge_quiz(e: Evidence):
+    e.equal("quiz.answer", 2, mistakes={
+        1: "a reduce-scatter followed by a gather of the full vector moves as many bytes as the all-reduce",
+        3: "an unchanged global shape says nothing about communication",
+    })
