@@ -288,7 +288,8 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
         for key in sorted(e.unnamed):
             report.add("words", gid, f"the judge reads {key!r} with no words for it: a learner would read the key; "
                                      "add it to the rubric's names, or pass what=\"...\"")
-        lost = visible_after_hidden(e.read, lambda key: any(p.fullmatch(key) for p in visible))
+        lost = visible_after_hidden(e.read, lambda key: key not in rubric.after_submit  # Validate never has these
+                                    and any(p.fullmatch(key) for p in visible))
         if lost:
             report.add("visible", gid, f"the judge reads the hidden {lost[0]!r} before the visible {lost[1]!r}: "
                                        "Validate, which has only the visible values, stops there; judge the "

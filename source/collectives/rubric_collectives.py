@@ -319,22 +319,22 @@ def gradient_inputs(p: int) -> tuple[Input, ...]:
 
 
 @rubric.programs("test-all-reduce")
-def _(p: int):
+def programs_all_reduce(p: int):
     return [Program("program.all_gradient", p, gradient_inputs(p))]
 
 
 @rubric.programs("test-reduce-scatter")
-def _(p: int):
+def programs_reduce_scatter(p: int):
     return [Program("program.shard_gradient", p, gradient_inputs(p))]
 
 
 @rubric.programs("test-all-gather")
-def _(p: int):
+def programs_all_gather(p: int):
     return [Program("program.gather", p, (Input((2 * p,), ("data",)),))]
 
 
 @rubric.programs("test-lowered")
-def _(p: int):  # read for their collectives, not run (the tests above run them)
+def programs_lowered(p: int):  # read for their collectives, not run (the tests above run them)
     return [Program("program.lowered.all_gradient", p, gradient_inputs(p), run=False),
             Program("program.lowered.shard_gradient", p, gradient_inputs(p), run=False),
             Program("program.lowered.gather", p, (Input((2 * p,), ("data",)),), run=False)]

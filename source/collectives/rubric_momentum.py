@@ -34,7 +34,7 @@ def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where
 
 
 @rubric.programs("test-momentum")
-def _(p: int):
+def programs_momentum(p: int):
     return [Program("program.momentum", p, (Input((2 * p,), ("data",)),) * 3)]
 
 

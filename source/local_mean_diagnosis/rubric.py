@@ -335,7 +335,7 @@ HOST_ROUND_TRIP = ("your sharded masked mean moves the placed batch through the 
 
 
 @rubric.programs("test-shard-map")
-def _(p: int):
+def programs_shard_map(p: int):
     return [Program("program.masked_mean", p, (Input((2 * p, 8), ("data", None)), Input((2 * p, 8), ("data", None), "bool")))]
 
 

@@ -59,18 +59,18 @@ def step_inputs(rows: int, cols: int) -> tuple[Input, ...]:
 
 
 @rubric.programs("test-loss-and-gradient")
-def _(p: int):
+def programs_loss_and_gradient(p: int):
     return [Program("program.step", p, step_inputs(4 * p, 3))] + [
         Program(f"program.mesh{size}.step", size, step_inputs(3 * size, 3)) for size in sub_mesh_sizes(p)]
 
 
 @rubric.programs("test-placement")
-def _(p: int):
+def programs_placement(p: int):
     return [Program("program.placed", p, step_inputs(p, 5))]
 
 
 @rubric.programs("test-update")
-def _(p: int):
+def programs_update(p: int):
     # Four features, not the lesson's two: the update is judged against the step's own gradient, accepted when it is
     # a scaled gradient at the given weights (cosine > 1 - 1e-4). In two dimensions a gradient taken at the wrong point
     # lies that close to the right direction for about 1 batch in 100 the grader draws; in four, about 1 in 10^5.
