@@ -148,15 +148,18 @@ def static(course: Course, name: str, report: Report, num_devices: int):
 
 
 def visible_after_hidden(reads: list[tuple[str, int | None]], shown) -> tuple[str, str] | None:
-    """(hidden key, visible key) when a visible value is read where Validate no longer reads: after a hidden value
-    (or a program) read outside every part, or after one read earlier in the same part (``Evidence.part``: a part
-    Validate cannot finish ends there, and the next part goes on). ``reads``: (key, part index or None)."""
-    stopped, stopped_parts = None, {}
+    """(hidden key, visible key) when a visible value is first read where Validate no longer reads: after a hidden
+    value (or a program) read outside every part, or after one read earlier in the same part (``Evidence.part``: a
+    part Validate cannot finish ends there, and the next part goes on). A visible value read once before and again
+    later (a last check whose words need the hidden values) is not lost: Validate judged it. ``reads``: (key, part
+    index or None), in order."""
+    stopped, stopped_parts, seen = None, {}, set()
     for key, part in reads:
         if shown(key):
             blocker = stopped or stopped_parts.get(part)
-            if blocker is not None:
+            if blocker is not None and key not in seen:
                 return blocker, key
+            seen.add(key)
         elif part is None:
             stopped = stopped or key
         else:
