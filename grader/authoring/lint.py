@@ -246,8 +246,9 @@ def _grade_solution(course: Course, name: str, num_devices: int, evidence, runs=
     with tempfile.TemporaryDirectory(prefix="lint-") as tmp:
         from grader.course.generate import generate
 
-        generate(course, [name], release=Path(tmp) / "release")  # the learner's copy as it is now, not notebooks/
-        course = _FreshRelease(course.root, Path(tmp) / "release")
+        if runs is None:  # the learner's copy as it is now, not notebooks/ (a grading run's reuse took notebooks/)
+            generate(course, [name], release=Path(tmp) / "release")
+            course = _FreshRelease(course.root, Path(tmp) / "release")
         submitted = Path(tmp) / "submitted"
         notebook = write_submission(course, name, Scenario(name="solution"), submitted, "lint")
         settings = Settings(out=Path(tmp) / "out", num_devices=num_devices, confine=os.geteuid() == 0,
@@ -307,7 +308,7 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
 def lint(course: Course, name: str, *, num_devices: int = 4, execute: bool = True, runs=None) -> Report:
     """Every problem the checks of the module docstring find in assignment ``name``; ``execute=False``: the static
     checks only; ``runs``: an earlier grading run's (``Identical``, ``Judged``), whose run of the same solution the
-    lint then judges instead of running it again."""
+    lint then judges instead of running it again (against the course's ``notebooks/``, as that run was)."""
     report = Report(name)
     if name not in course.assignments():
         report.add("judged", f"source/{name}", f"no assignment {name!r}: the course has "
