@@ -26,7 +26,7 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
 	@$(PY) -m grader report --out $(GRADING) --html > /dev/null && echo "class report: $(abspath $(GRADING))/class-report/index.html"
 
-# The suite on two workers (tests/conftest.py hands each test file to one of them; docs/how-to/test-and-ci.md).
+# The suite on three workers (tests/conftest.py hands each test file to one of them; docs/how-to/test-and-ci.md).
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto tests
 

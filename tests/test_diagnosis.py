@@ -203,9 +203,16 @@ def test_a_correct_timer_passes_on_a_machine_whose_sleeps_wake_late(course):
              "includes the warm-up call": lambda took: took[:-1] + 4.0,  # repeats + 1 timed, the first kept
              "in seconds": lambda took: (took[1:] + 4.0) * 1e-6,
              "leaves out the call itself": lambda took: 0.7 * took[1:]}
+    def stalled(took):  # one later sample of each probe waited 90 ms in the scheduler, outside the probe's clock
+        samples = took[1:] + 4.0
+        samples[2] += 90_000.0
+        return samples
+
     for late in (0.0, 3000.0, 10000.0, 40000.0):
         passed, message = rubric.judge("test-timing", _timing_evidence(lambda took: took[1:] + 4.0, late))
         assert passed, (late, message)
+        passed, message = rubric.judge("test-timing", _timing_evidence(stalled, late))  # as long as the warm-up:
+        assert passed, (late, message)  # not the warm-up, which is always the first call
         for mistake, samples_of in wrong.items():
             passed, message = rubric.judge("test-timing", _timing_evidence(samples_of, late))
             assert not passed and mistake in message, (late, mistake, message)
