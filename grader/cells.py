@@ -1,6 +1,9 @@
 """Reading nbgrader's cell metadata, and building the code cells the grader adds."""
 from __future__ import annotations
 
+import ast
+import re
+
 
 def code_cell(source: str, **fields):
     """``nbformat.v4.new_code_cell`` without its schema check of the one cell, for cells whose every field the
@@ -126,3 +129,38 @@ def test_name(grade_id: str) -> str:
     dialog and on the feedback page."""
     name = grade_id[5:] if grade_id.startswith("test-") else grade_id
     return name.replace("-", " ").replace("_", " ")
+
+
+# What an f-string placeholder in a record key may stand for: one plain name part (never a dot, so never another prefix)
+KEY_PART = "[A-Za-z0-9_]{1,64}"
+
+
+def record_calls(source: str) -> list[tuple[str, re.Pattern | None, bool]]:
+    """Each ``record(key, value)`` call of a cell's code: the key as written (an f-string's placeholders in braces),
+    its pattern for an f-string key (None for a plain string), and whether the value is ``exported(...)`` (a program
+    handed to the grader). Code that does not parse records nothing."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "record"
+                and node.args):
+            continue
+        key, value = node.args[0], node.args[1] if len(node.args) > 1 else None
+        exported = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "exported"
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.append((key.value, None, exported))
+        elif isinstance(key, ast.JoinedStr):
+            parts = [(v.value, re.escape(v.value)) if isinstance(v, ast.Constant) else ("{" + ast.unparse(v.value) + "}",
+                                                                                        KEY_PART) for v in key.values]
+            found.append(("".join(t for t, _ in parts), re.compile("".join(p for _, p in parts)), exported))
+    return found
+
+
+def record_keys(source: str) -> tuple[frozenset[str], tuple[re.Pattern, ...]]:
+    """The record keys ``source`` records: its plain string keys, and a pattern per f-string key."""
+    calls = record_calls(source)
+    return frozenset(t for t, p, _ in calls if p is None), tuple(p for _, p, _ in calls if p is not None)
+

@@ -35,7 +35,6 @@ from grader import cells
 from grader.cells import HIDDEN
 from grader.layout import Course
 
-RECORD = re.compile(r"""\brecord\(\s*(f?)(["'])(.*?)\2\s*,\s*(exported\()?""")
 
 
 # The checks whose findings do not fail the lint unless asked (``--strict``): the course's own rubrics name more
@@ -71,22 +70,12 @@ class Report:
         return [p for p in self.problems if strict or p.fails]
 
 
-def _key_pattern(is_f: str, text: str) -> re.Pattern:
-    """A recorded key as a pattern: an f-string's fields match any text."""
-    if not is_f:
-        return re.compile(re.escape(text))
-    parts = re.split(r"\{[^{}]*\}", text)
-    return re.compile(".+".join(re.escape(p) for p in parts))
-
-
-def recorded_keys(source: str) -> tuple[list[re.Pattern], list[re.Pattern], list[tuple[str, re.Pattern, bool]]]:
-    """(keys the visible checks record, keys the hidden part records, (key as written, its pattern, whether it is
-    an exported program)), found in a test cell's source (``record("key", ...)``, ``record(f"key{i}", ...)``)."""
-    hidden = "".join(HIDDEN.findall(source))
-    visible = HIDDEN.sub("", source)
-    found = [(m.group(3), _key_pattern(m.group(1), m.group(3)), bool(m.group(4))) for m in RECORD.finditer(source)]
-    return ([_key_pattern(m.group(1), m.group(3)) for m in RECORD.finditer(visible)],
-            [_key_pattern(m.group(1), m.group(3)) for m in RECORD.finditer(hidden)], found)
+def recorded_keys(source: str):
+    """(the keys a test cell's visible code records, as Validate reads them: ``cells.record_keys``), and each
+    ``record(key, exported(...))`` of the whole cell: (key as written, a pattern matching the keys it stands for)."""
+    programs = [(text, pattern or re.compile(re.escape(text))) for text, pattern, exported in cells.record_calls(source)
+                if exported]
+    return cells.record_keys(HIDDEN.sub("", source)), programs
 
 
 def expected_messages(course: Course, name: str) -> tuple[list[str], int, int]:
@@ -125,7 +114,7 @@ def static(course: Course, name: str, report: Report, num_devices: int):
         if cells.points(cell) <= 0:
             report.add("points", gid, "the test cell is worth no points: set its points in the nbgrader toolbar")
         declared = {p.key for p in rubric.program_specs[gid](num_devices)} if gid in rubric.program_specs else set()
-        exported = [(text, pattern) for text, pattern, is_program in recorded_keys(str(cell.source))[2] if is_program]
+        exported = recorded_keys(str(cell.source))[1]
         for text, pattern in exported:
             if not any(pattern.fullmatch(key) for key in declared):
                 report.add("programs", gid, f"records the exported program {text!r}, which the rubric does not "
@@ -285,7 +274,7 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
         e = next(judged, None)
         if e is None:
             break
-        visible, hidden, _ = recorded_keys(str(cell.source))
+        visible = recorded_keys(str(cell.source))[0]
         recorded, _ = records_of_cell(executed[cell_id]) if cell_id in executed else ({}, [])
         for key in sorted(set(recorded) - {key for key, _ in e.read}):
             report.add("read", gid, f"records {key!r}, which its judge never reads: judge it, or stop recording it")
@@ -293,7 +282,7 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
             report.add("words", gid, f"the judge reads {key!r} with no words for it: a learner would read the key; "
                                      "add it to the rubric's names, or pass what=\"...\"")
         lost = visible_after_hidden(e.read, lambda key: key not in rubric.after_submit  # Validate never has these
-                                    and any(p.fullmatch(key) for p in visible))
+                                    and (key in visible[0] or any(p.fullmatch(key) for p in visible[1])))
         if lost:
             report.add("visible", gid, f"the judge reads the hidden {lost[0]!r} before the visible {lost[1]!r}: "
                                        "Validate, which has only the visible values, stops there; judge the "

@@ -20,7 +20,6 @@ holds fixed sentences, the grader's messages about visible records, and the inst
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import re
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 import nbformat
 
 from grader import cells, raised
-from grader.cells import HIDDEN
+from grader.cells import HIDDEN, record_keys as visible_keys  # the keys a test cell's visible code records
 from grader.layout import Course
 from grader.submission.judge import NOT_REACHED, Evidence, Mismatch, Rubric, load_rubric
 from grader.submission.records import MIME_TYPE, records_of_cell
@@ -44,7 +43,6 @@ MAX_RECORDS = 64  # records per test cell (the course's visible parts make at mo
 MAX_TRACEBACK_LINES = 50
 MAX_TRACEBACK_CHARS = 64 * 1024
 NUM_DEVICES = 4  # the learner's lab runs the course's four logical devices
-_KEY_PART = "[A-Za-z0-9_]{1,64}"  # what an f-string placeholder in a visible record key may stand for
 
 
 class NotShown(Exception):
@@ -143,27 +141,6 @@ class TestCell:
 
     def records(self, key: str) -> bool:
         return key in self.keys or any(p.fullmatch(key) for p in self.patterns)
-
-
-def visible_keys(source: str) -> tuple[frozenset[str], tuple[re.Pattern, ...]]:
-    """The record keys a test cell's visible code records: ``record("key", ...)``, and ``record(f"a.{name}", ...)``
-    as a pattern whose placeholders stand for one plain name part (never a dot, so never another prefix)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return frozenset(), ()
-    keys, patterns = set(), []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "record"
-                and node.args):
-            continue
-        key = node.args[0]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            keys.add(key.value)
-        elif isinstance(key, ast.JoinedStr):
-            patterns.append(re.compile("".join(re.escape(v.value) if isinstance(v, ast.Constant) else _KEY_PART
-                                               for v in key.values)))
-    return frozenset(keys), tuple(patterns)
 
 
 _LOADING = threading.Lock()
