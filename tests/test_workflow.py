@@ -5,6 +5,7 @@ Each test works on a temporary copy of the course (COURSE_ROOT), never on the re
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
@@ -108,29 +109,37 @@ def _get(url: str, token: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-    except (urllib.error.URLError, OSError):
+    except (urllib.error.URLError, OSError, http.client.HTTPException):  # not (yet) our server on that port
         return 0, b""
 
 
 class Server:
     def __init__(self, argv, env, cwd, home: Path, log: Path):
-        self.token, port = secrets.token_hex(16), _free_port()
-        self.url = f"http://127.0.0.1:{port}"
+        self.token = secrets.token_hex(16)
         env = dict(env, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                    JUPYTER_DATA_DIR=str(home / "data"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
-        argv = [*argv, "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={self.token}"]
         self.log = log
-        with log.open("w") as out:
-            self.process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while self.get("/api/status")[0] != 200:
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.stop()
-                pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
+        # A port found free can be taken before the server binds it (a kernel of another test's, on a busy machine):
+        # the server then exits (no port retries), and starts again on another port.
+        for _ in range(3):
+            port = _free_port()
+            self.url = f"http://127.0.0.1:{port}"
+            with log.open("w") as out:
+                self.process = subprocess.Popen(
+                    [*argv, "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+                     f"--IdentityProvider.token={self.token}"], env=env, cwd=cwd, stdout=out,
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + 120
+            while self.get("/api/status")[0] != 200 and self.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.3)
+            if self.process.poll() is None and self.get("/api/status")[0] == 200:
+                return
+            taken = "already in use" in log.read_text()
+            self.stop()
+            if not taken:
+                break
+        pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
 
     def get(self, path: str) -> tuple[int, bytes]:
         return _get(self.url + path, self.token)
