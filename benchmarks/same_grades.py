@@ -6,6 +6,8 @@ For a change that must not change any grade (moving modules, splitting a rubric)
 submissions with its own code and grades them with its own ``.venv`` (``python -m grader grade``); then every
 notebook's status, score, message and per-test outcome and message are compared, and every difference printed.
 Timings are not compared. AFTER_TREE defaults to this checkout. Exit status 1 if anything differs.
+``--before-results FILE`` keeps BEFORE_TREE's results in FILE (graded once, read again by later comparisons with
+the same scenarios: a series of changes checked against one starting point).
 """
 from __future__ import annotations
 
@@ -66,10 +68,18 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[], help="scenario id patterns (group/assignment/name)")
     parser.add_argument("--exclude", nargs="*", default=[], help="scenario id patterns to leave out")
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--before-results", type=Path, help="BEFORE_TREE's results, kept here and read again")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="same-grades-") as scratch:
         patterns = args.only + [f"!{p}" for p in args.exclude]
-        before = grade(args.before.resolve(), Path(scratch) / "before", patterns, args.workers)
+        kept = args.before_results
+        if kept and kept.is_file() and json.loads(kept.read_text()).get("patterns") == patterns:
+            before = {tuple(key.split("/", 1)): row for key, row in json.loads(kept.read_text())["results"].items()}
+        else:
+            before = grade(args.before.resolve(), Path(scratch) / "before", patterns, args.workers)
+            if kept:
+                kept.write_text(json.dumps({"patterns": patterns,
+                                            "results": {"/".join(key): row for key, row in before.items()}}))
         after = grade(args.after.resolve(), Path(scratch) / "after", patterns, args.workers)
     differences = 0
     for key in sorted(set(before) | set(after)):

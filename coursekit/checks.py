@@ -4,16 +4,41 @@ The grader judges programs from what ``jax.export`` captured (``coursekit.progra
 no trace in the exported program, because tracing hides them: under ``jax.jit`` ``jax.device_get`` hands back
 the tracers it was given, so a step that copies its state to the host, updates it in NumPy and places it back
 exports as a device-side update. And a function may change the caller's NumPy arrays. These helpers watch one
-call and return plain numbers; nothing here decides a grade (the rubric reads the numbers in the grader).
+call and return plain numbers (a test cell records plain values only): the members of the ``IntEnum`` classes
+below, as ``int``; the rubric compares what was recorded with those members. Nothing here decides a grade.
 """
 from __future__ import annotations
 
 import re
+from enum import IntEnum
 
 import numpy as np
 
-#: ``host_round_trip``'s answers
-NO_HOST_COPY, STATE_TO_HOST, HOST_TO_STATE = 0, 1, 2
+
+class HostCopy(IntEnum):
+    """``host_round_trip``'s answers."""
+
+    NONE = 0
+    STATE_TO_HOST = 1
+    HOST_TO_STATE = 2
+
+
+class Trace(IntEnum):
+    """``trace_problem``'s answers."""
+
+    TRACEABLE = 0
+    CONCRETE_ATTRIBUTE = 1
+    NUMPY_ON_TRACER = 2
+    PYTHON_CONTROL_FLOW = 3
+    OTHER_PROBLEM = 4
+
+
+class Dispatch(IntEnum):
+    """``one_program``'s answers."""
+
+    ONE_PROGRAM = 0
+    OP_BY_OP = 1
+    NOT_TRACED = 2
 
 _DISALLOWED = re.compile(r"Disallowed (host-to-device|device-to-host) transfer: .*?aval=ShapedArray\((\w+)\[([^\]]*)\]")
 
@@ -21,17 +46,17 @@ _DISALLOWED = re.compile(r"Disallowed (host-to-device|device-to-host) transfer: 
 def host_round_trip(fn, *arrays, **kwargs) -> int:
     """Whether ``fn(*arrays, **kwargs)`` moved the placed ``arrays`` through the host.
 
-    ``STATE_TO_HOST`` when the whole of one of ``arrays`` was copied to host memory (``jax.device_get``,
+    ``HostCopy.STATE_TO_HOST`` when the whole of one of ``arrays`` was copied to host memory (``jax.device_get``,
     ``np.asarray``, ``.tolist()``, printing it: JAX keeps that copy on the array, and on accelerators the
-    device-to-host transfer guard stops it), ``HOST_TO_STATE`` when a host array with at least one axis was
+    device-to-host transfer guard stops it), ``HostCopy.HOST_TO_STATE`` when a host array with at least one axis was
     placed on the devices (``jax.device_put`` or ``jnp.asarray`` of a NumPy result: JAX's host-to-device
-    transfer guard stops it), else ``NO_HOST_COPY``. Python numbers sent to the devices (a learning rate
+    transfer guard stops it), else ``HostCopy.NONE``. Python numbers sent to the devices (a learning rate
     passed to a jitted function, ``beta * v``) are not state and do not count. On the CPU backend JAX reads
     device memory without a transfer, so the device-to-host guard never fires there: the copy JAX keeps
     is what shows it.
 
     The call runs under both guards at "disallow_explicit"; whatever else ``fn`` raises is left to the tests
-    that judge its values (the answer is then ``NO_HOST_COPY`` unless a copy was already seen).
+    that judge its values (the answer is then ``HostCopy.NONE`` unless a copy was already seen).
     """
     import jax
 
@@ -44,14 +69,14 @@ def host_round_trip(fn, *arrays, **kwargs) -> int:
     except Exception as error:  # noqa: BLE001 - only the guards' own errors are read
         found = _DISALLOWED.search(str(error)) if isinstance(error, jax.errors.JaxRuntimeError) else None
         if found and found.group(1) == "device-to-host":
-            return STATE_TO_HOST
+            return int(HostCopy.STATE_TO_HOST)
         if found and found.group(3).strip():
-            return HOST_TO_STATE
+            return int(HostCopy.HOST_TO_STATE)
     if "from_dlpack" in reads:  # host memory taken as device state without a transfer any guard sees
-        return HOST_TO_STATE
+        return int(HostCopy.HOST_TO_STATE)
     if reads or any(getattr(a, "_npy_value", None) is not None for a in placed):
-        return STATE_TO_HOST
-    return NO_HOST_COPY
+        return int(HostCopy.STATE_TO_HOST)
+    return int(HostCopy.NONE)
 
 
 #: how host code reads a JAX array's values (np.asarray, jax.device_get, printing, .tolist(), np.from_dlpack)
@@ -117,15 +142,14 @@ class _host_reads:
 
 
 #: ``trace_problem``'s answers
-TRACEABLE, CONCRETE_ATTRIBUTE, NUMPY_ON_TRACER, PYTHON_CONTROL_FLOW, OTHER_PROBLEM = 0, 1, 2, 3, 4
 
 
 def trace_problem(fn, *args) -> int:
-    """Why ``jax.jit(fn)`` cannot trace for the shapes, dtypes and shardings of ``args`` (``TRACEABLE`` if it can).
+    """Why ``jax.jit(fn)`` cannot trace for the shapes, dtypes and shardings of ``args`` (``Trace.TRACEABLE`` if it can).
 
-    ``CONCRETE_ATTRIBUTE``: the function read an attribute only a placed array has (``weights.sharding``,
-    ``.addressable_shards``, ``.devices()``) from a traced value; ``NUMPY_ON_TRACER``: NumPy on a traced value;
-    ``PYTHON_CONTROL_FLOW``: ``if``, ``float()`` or ``int()`` of a traced value; ``OTHER_PROBLEM``: anything else.
+    ``Trace.CONCRETE_ATTRIBUTE``: the function read an attribute only a placed array has (``weights.sharding``,
+    ``.addressable_shards``, ``.devices()``) from a traced value; ``Trace.NUMPY_ON_TRACER``: NumPy on a traced value;
+    ``Trace.PYTHON_CONTROL_FLOW``: ``if``, ``float()`` or ``int()`` of a traced value; ``Trace.OTHER_PROBLEM``: anything else.
     """
     import jax
 
@@ -133,20 +157,19 @@ def trace_problem(fn, *args) -> int:
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
         jax.jit(fn).trace(*specs)
     except jax.errors.TracerArrayConversionError:
-        return NUMPY_ON_TRACER
+        return int(Trace.NUMPY_ON_TRACER)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
             jax.errors.TracerIntegerConversionError):
-        return PYTHON_CONTROL_FLOW
+        return int(Trace.PYTHON_CONTROL_FLOW)
     except AttributeError as error:
         text = str(error)
-        return CONCRETE_ATTRIBUTE if "traced array" in text or "Tracer" in text else OTHER_PROBLEM
+        return int(Trace.CONCRETE_ATTRIBUTE) if "traced array" in text or "Tracer" in text else int(Trace.OTHER_PROBLEM)
     except Exception:  # noqa: BLE001
-        return OTHER_PROBLEM
-    return TRACEABLE
+        return int(Trace.OTHER_PROBLEM)
+    return int(Trace.TRACEABLE)
 
 
 #: ``one_program``'s answers
-ONE_PROGRAM, OP_BY_OP, NOT_TRACED = 0, 1, 2
 
 
 def _holds_jitted(fn) -> bool:
@@ -176,24 +199,24 @@ def _holds_jitted(fn) -> bool:
 def one_program(fn, *args) -> int:
     """Whether a call of ``fn`` on ``args`` runs as one compiled program.
 
-    ``ONE_PROGRAM``: ``fn`` is jitted or holds a jitted function (``_holds_jitted``), or its trace for the shapes,
+    ``Dispatch.ONE_PROGRAM``: ``fn`` is jitted or holds a jitted function (``_holds_jitted``), or its trace for the shapes,
     dtypes and shardings of ``args`` is a single call of a jitted function (a ``jax.jit`` made inside the call).
-    ``OP_BY_OP``: its trace is JAX operations at the top level: without ``jax.jit`` JAX dispatches them one at a
+    ``Dispatch.OP_BY_OP``: its trace is JAX operations at the top level: without ``jax.jit`` JAX dispatches them one at a
     time, each compiled on its own, and no ``in_shardings``/``out_shardings`` pin where the results live.
-    ``NOT_TRACED``: the trace failed (``trace_problem`` and the tests of values say why). Only traced, never run.
+    ``Dispatch.NOT_TRACED``: the trace failed (``trace_problem`` and the tests of values say why). Only traced, never run.
     """
     import jax
 
     if _holds_jitted(fn):
-        return ONE_PROGRAM
+        return int(Dispatch.ONE_PROGRAM)
     try:
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
         equations = jax.make_jaxpr(fn)(*specs).jaxpr.eqns
     except Exception:  # noqa: BLE001 - why it does not trace is judged elsewhere
-        return NOT_TRACED
+        return int(Dispatch.NOT_TRACED)
     if len(equations) == 1 and equations[0].primitive.name in ("jit", "pjit"):
-        return ONE_PROGRAM
-    return OP_BY_OP
+        return int(Dispatch.ONE_PROGRAM)
+    return int(Dispatch.OP_BY_OP)
 
 
 def _snapshot(value):

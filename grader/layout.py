@@ -66,6 +66,12 @@ class Course:
     def rubric(self, assignment: str) -> Path:
         return self.source / assignment / "rubric.py"
 
+    def hidden_cases(self, assignment: str) -> str | None:
+        """The source of ``source/<assignment>/rubric_cases.py``: the hidden tests' inputs, declared once (the
+        hidden test cells import it, the rubric judges against it); None when the assignment has none."""
+        path = self.source / assignment / "rubric_cases.py"
+        return path.read_text() if path.is_file() else None
+
 
 @functools.lru_cache(maxsize=64)
 def _parsed(path: str, version: tuple[int, int, int]) -> nbformat.NotebookNode:

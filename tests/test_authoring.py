@@ -61,13 +61,14 @@ def test_the_how_to_is_the_six_commands_from_scaffold_to_report():
 def test_the_scaffold_lints_generates_and_grades_with_its_mistake_named(authored):
     course, ran = authored
     made = ran[f"python -m grader new-assignment {NAME}"].stdout
-    for written in (f"source/{NAME}/{NAME}.ipynb", f"source/{NAME}/rubric.py", f"samples/scenarios/{NAME}/ada.py",
-                    f"samples/scenarios/{NAME}/blake.py"):
+    for written in (f"source/{NAME}/{NAME}.ipynb", f"source/{NAME}/rubric.py", f"source/{NAME}/rubric_cases.py",
+                    f"samples/scenarios/{NAME}/ada.py", f"samples/scenarios/{NAME}/blake.py"):
         assert f"wrote {written}" in made and (course / written).is_file()
     assert "no problems" in ran[f"python -m grader lint {NAME}"].stdout
     released = json.loads((course / "notebooks" / NAME / f"{NAME}.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in released["cells"])
     assert "raise NotImplementedError" in text and "HIDDEN TESTS" not in text and "np.concatenate(shards)" not in text
+    assert not list((course / "notebooks" / NAME).glob("rubric*.py")), "the hidden cases never reach learners"
     assert not list((course / "notebooks" / NAME).glob("rubric*"))
     results = {(r["student_id"], r["assignment_id"]): r
                for r in json.loads((course / "graded" / "results.json").read_text())}
@@ -125,8 +126,8 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
     judge = (course / "source" / NAME / "rubric.py").read_text()
     body = judge[judge.index("def judge_global_mean"):]
     _mutate(course, NAME, rubric=(body, '''def judge_global_mean(e: Evidence):
-    for count in [e.num_devices] + sub_mesh_sizes(e.num_devices):
-        shards = data.ragged_shards(seed=SEED + count, num_shards=count)
+    for count in cases.shard_counts(e.num_devices):
+        shards = cases.unseen_shards(count)
         e.close(f"hidden.{count}.global_mean", float(np.concatenate(shards).mean()))
     with e.part("the example", points=1):
         e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means([np.array([0.5, 1.5]), np.array([4.0])])])

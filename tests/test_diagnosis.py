@@ -264,7 +264,7 @@ def test_a_step_without_jax_jit_is_told_from_every_way_of_jitting_one():
         os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
         import functools
         import jax, jax.numpy as jnp, numpy as np
-        from coursekit.checks import one_program, ONE_PROGRAM, OP_BY_OP, NOT_TRACED
+        from coursekit.checks import Dispatch, one_program
 
         def loss(w, x, y):
             return jnp.mean((x @ w - y) ** 2)
@@ -293,7 +293,7 @@ def test_a_step_without_jax_jit_is_told_from_every_way_of_jitting_one():
                          ("in the call", jit_in_the_call),
                          ("partial", functools.partial(jax.jit(lambda w, x, y, rate: step(w, x, y)), rate=0.1)),
                          ("numpy", numpy_inside)]:
-            print(name, {ONE_PROGRAM: "one program", OP_BY_OP: "op by op", NOT_TRACED: "not traced"}[one_program(fn, *args)])
+            print(name, {Dispatch.ONE_PROGRAM: "one program", Dispatch.OP_BY_OP: "op by op", Dispatch.NOT_TRACED: "not traced"}[one_program(fn, *args)])
         ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

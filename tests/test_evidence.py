@@ -1,4 +1,4 @@
-"""The lessons' last stage, "Keep your evidence" (issue #23): the receipt cell and ``coursekit.evidence``.
+"""The lessons' last stage, "Keep your evidence" (issue #23): the receipt cell and ``coursekit.receipt``.
 
 The receipt cell runs in the learner's kernel on the learner's saved notebook; under the grader it must neither
 fail nor matter (a read-only folder, no notebook). These tests run the cell's own source from each lesson against
@@ -15,7 +15,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from coursekit.evidence import keep_evidence, plain, your_cells
+from coursekit.receipt import keep_receipt, plain, your_cells
 from grader import cells
 from grader.layout import ASSIGNMENTS
 
@@ -63,7 +63,7 @@ def test_receipt_keeps_the_learners_code_outputs_and_prediction(course, assignme
     path, solved = _learner_copy(course, assignment, tmp_path)
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # as JupyterLab starts the notebook's kernel
     namespace = {"prediction": "I expected the sum to be p times too large", "expected_gradient": np.array([-5.25, -0.75])}
-    monkeypatch.setattr("coursekit.evidence._namespace", lambda: namespace)
+    monkeypatch.setattr("coursekit.receipt._namespace", lambda: namespace)
     exec(_receipt_source(course, assignment), namespace)
     assert namespace["receipt"] == tmp_path / "evidence" / f"{assignment}-receipt.json"
     receipt = json.loads((tmp_path / "evidence" / f"{assignment}-receipt.json").read_text())
@@ -89,7 +89,7 @@ def test_receipt_under_the_grader_says_where_it_could_not_write(course, assignme
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.chdir(folder)
     namespace = {}
-    monkeypatch.setattr("coursekit.evidence._namespace", lambda: namespace)
+    monkeypatch.setattr("coursekit.receipt._namespace", lambda: namespace)
     try:
         exec(_receipt_source(course, assignment), namespace)
     finally:
@@ -106,16 +106,31 @@ def test_receipt_write_failure_is_reported_not_raised(tmp_path, capsys):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), notebook)
     blocker = tmp_path / "evidence"
     blocker.write_text("a file where the folder should be")
-    assert keep_evidence("lesson", {"x": "x"}, namespace={"x": 1}, notebook=notebook) is None
+    assert keep_receipt("lesson", {"x": "x"}, namespace={"x": 1}, notebook=notebook) is None
     assert f"Could not write the receipt to {blocker / 'lesson-receipt.json'}" in capsys.readouterr().out
     # a folder nobody may create anything in, root included
-    assert keep_evidence("lesson", {"x": "x"}, namespace={"x": 1}, notebook=notebook, folder=Path("/proc/evidence")) is None
+    assert keep_receipt("lesson", {"x": "x"}, namespace={"x": 1}, notebook=notebook, folder=Path("/proc/evidence")) is None
     assert "Could not write the receipt to /proc/evidence/lesson-receipt.json" in capsys.readouterr().out
+
+
+def test_a_notebook_handed_out_before_the_rename_still_keeps_its_receipt(course, tmp_path, monkeypatch, capsys):
+    """Learners' notebooks from before the module was renamed import ``keep_evidence`` from ``coursekit.evidence``:
+    their receipt cell writes the same receipt (in the grader's code "evidence" now means what a test is judged from)."""
+    path, _ = _learner_copy(course, "sharded_step", tmp_path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    namespace = {"prediction": "p times"}
+    monkeypatch.setattr("coursekit.receipt._namespace", lambda: namespace)
+    old = _receipt_source(course, "sharded_step").replace("from coursekit.receipt import keep_receipt",
+                                                          "from coursekit.evidence import keep_evidence")
+    old = old.replace("= keep_receipt(", "= keep_evidence(")
+    assert "from coursekit.evidence import keep_evidence" in old and "keep_receipt" not in old
+    exec(old, namespace)
+    assert namespace["receipt"] == tmp_path / "evidence" / "sharded_step-receipt.json" and namespace["receipt"].exists()
 
 
 def test_the_instructors_notebook_gets_no_receipt(course, tmp_path, capsys):
     source = course.source_notebook("collectives")
-    assert keep_evidence("collectives", {}, namespace={}, notebook=source, folder=tmp_path) is None
+    assert keep_receipt("collectives", {}, namespace={}, notebook=source, folder=tmp_path) is None
     assert "instructor's notebook" in capsys.readouterr().out and not list(tmp_path.iterdir())
 
 
@@ -153,7 +168,7 @@ def test_validate_never_writes_or_replaces_the_receipt(course, assignment, tmp_p
     mine = tmp_path / "evidence" / f"{assignment}-receipt.json"
     mine.write_text('{"kept": "the learner\'s own receipt"}')
     namespace = {"prediction": "p times"}
-    monkeypatch.setattr("coursekit.evidence._namespace", lambda: namespace)
+    monkeypatch.setattr("coursekit.receipt._namespace", lambda: namespace)
     exec(_receipt_source(course, assignment), namespace)
     assert namespace["receipt"] is None and mine.read_text() == '{"kept": "the learner\'s own receipt"}'
     assert "no receipt is written during Validate" in capsys.readouterr().out

@@ -339,10 +339,10 @@ def test_judge_without_the_cells_points_checks_nothing_against_them():
 
 
 def test_the_receipt_cells_advice_for_the_learners_own_run_is_not_on_the_page():
-    """keep_evidence finds no saved notebook in the grader's run and says "Save the notebook (Ctrl+S) and run this
+    """keep_receipt finds no saved notebook in the grader's run and says "Save the notebook (Ctrl+S) and run this
     cell again": advice for the learner's own run, noise on the page (one line in its place)."""
     nb = _graded_notebook()
-    receipt = nbformat.v4.new_code_cell("receipt = keep_evidence('sharded_step', outputs={})", execution_count=1,
+    receipt = nbformat.v4.new_code_cell("receipt = keep_receipt('sharded_step', outputs={})", execution_count=1,
                                         metadata={"nbgrader": {"grade_id": feedback.RECEIPT_CELL, "locked": True}})
     receipt.outputs = [nbformat.v4.new_output("stream", text="Could not read your saved notebook ... Save the "
                                                              "notebook (Ctrl+S) and run this cell again.\n")]

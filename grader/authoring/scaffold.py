@@ -5,6 +5,8 @@ It writes what one graded TODO needs, each piece where the course keeps it, and 
     source/NAME/NAME.ipynb             the instructor's notebook: parameters and setup cells, one TODO with its
                                        solution, one test cell with a visible check and a hidden part
     source/NAME/rubric.py              the grader's references in NumPy, with one named mistake
+    source/NAME/rubric_cases.py        the hidden test's inputs, declared once: the hidden part of the test cell
+                                       and the rubric both import them (learners never receive this file)
     samples/scenarios/NAME/ada.py      a correct answer and the named mistake, as two sample learners' scenario
     samples/scenarios/NAME/blake.py    files that ``python -m grader samples`` turns into submissions to grade
 
@@ -81,11 +83,32 @@ example_mean = global_mean([np.array([0.5, 1.5]), np.array([4.0])])
 record("example.global_mean", example_mean)
 np.testing.assert_allclose(example_mean, 2.0, err_msg="every example weighs once: (0.5 + 1.5 + 4) / 3")
 ### BEGIN HIDDEN TESTS
+from rubric_cases import shard_counts, unseen_shards  # the hidden inputs (source/NAME/rubric_cases.py)
+
+for count in shard_counts(len(devices)):  # the notebook's device count, and fewer
+    record(f"hidden.{count}.global_mean", global_mean(unseen_shards(count)))
+### END HIDDEN TESTS"""
+
+CASES = '''\
+"""The hidden test's inputs of {name}, declared once (docs/how-to/author-a-lesson.md).
+
+The hidden part of the test cell imports them (the grader hands this module to the kernel with the hidden parts,
+after the learner's last cell), and the rubric judges against the same values. Like the rubric, this file never
+reaches learners (nbgrader leaves out ``rubric*.py``).
+"""
+from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
 
-for count in [len(devices)] + sub_mesh_sizes(len(devices)):  # the notebook's device count, and fewer
-    record(f"hidden.{count}.global_mean", global_mean(data.ragged_shards(seed=SEED + count, num_shards=count)))
-### END HIDDEN TESTS"""
+
+def shard_counts(devices: int) -> list[int]:
+    """The notebook's device count, and fewer (code that assumes four shards fails)."""
+    return [devices] + sub_mesh_sizes(devices)
+
+
+def unseen_shards(count: int):
+    """``count`` shards of uneven sizes the learner never saw."""
+    return data.ragged_shards(seed={seed} + count, num_shards=count)
+'''
 
 RUBRIC = '''\
 """References for {name}'s test cells, computed by the grader in NumPy (docs/how-to/author-a-lesson.md).
@@ -93,15 +116,13 @@ RUBRIC = '''\
 One judge per autograded test cell, registered under the cell's grade_id. A judge reads the values the test cell
 recorded (``e.close(key, reference, ...)``) and compares them with references computed here, never in the
 learner's kernel; a wrong value that equals a ``Mistake`` gets that mistake's words in the learner's feedback.
-Hidden cases are rebuilt here from the seeds the hidden part of the test cell uses.
+The hidden cases come from ``rubric_cases``, which the hidden part of the test cell imports too.
 """
 import numpy as np
 
-from coursekit import data
-from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mistake, Rubric
 
-SEED = {seed}  # the hidden part of test-global-mean uses SEED + count: keep the two equal
+from . import rubric_cases as cases
 
 rubric = Rubric(names={{
     # record key -> the words a learner knows for it (the feedback never shows a key)
@@ -120,8 +141,8 @@ def mean_of_local_means(shards) -> Mistake:
 def judge_global_mean(e: Evidence):
     example = [np.array([0.5, 1.5]), np.array([4.0])]
     e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means(example)])
-    for count in [e.num_devices] + sub_mesh_sizes(e.num_devices):
-        shards = data.ragged_shards(seed=SEED + count, num_shards=count)
+    for count in cases.shard_counts(e.num_devices):
+        shards = cases.unseen_shards(count)
         e.close(f"hidden.{{count}}.global_mean", float(np.concatenate(shards).mean()),
                 what=f"the global mean of {{count}} unseen shard(s)", mistakes=[mean_of_local_means(shards)])
 '''
@@ -146,7 +167,7 @@ def global_mean(shards):
 """
 
 
-def notebook(name: str, seed: int) -> nbformat.NotebookNode:
+def notebook(name: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
                    "language_info": {"name": "python"}}
@@ -160,7 +181,7 @@ def notebook(name: str, seed: int) -> nbformat.NotebookNode:
                           "mean $1$), another holds $4$. Every example weighs once: $(0.5 + 1.5 + 4)/3 = 2$, "
                           "while the mean of the two local means is $2.5$. Write `global_mean`."),
         _cell("code", SOLUTION, "global-mean", solution=True, locked=False),
-        _cell("code", TEST.replace("SEED", str(seed)), "test-global-mean", grade=True, points=2),
+        _cell("code", TEST.replace("NAME", name), "test-global-mean", grade=True, points=2),
     ]
     return nb
 
@@ -177,8 +198,9 @@ def new_assignment(course: Course, name: str) -> list[Path]:
     seed = 91000 + sum(name.encode()) % 900 * 10  # the hidden cases' seeds: away from the other lessons' 90xxx
     scenarios = course.samples / "scenarios" / name
     written = {
-        folder / f"{name}.ipynb": nbformat.writes(notebook(name, seed)) + "\n",
-        folder / "rubric.py": RUBRIC.format(name=name, seed=seed),
+        folder / f"{name}.ipynb": nbformat.writes(notebook(name)) + "\n",
+        folder / "rubric.py": RUBRIC.format(name=name),
+        folder / "rubric_cases.py": CASES.format(name=name, seed=seed),
         scenarios / "ada.py": CORRECT,  # two learners of the sample class (samples/roster.csv)
         scenarios / "blake.py": WRONG,
     }

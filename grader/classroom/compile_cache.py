@@ -55,6 +55,7 @@ def folder_key(course, assignments: list[str], settings) -> str:
     digest.update(f"{sys.version}\n{settings.num_devices}\n{settings.platform}\n".encode())
     for assignment in sorted(assignments):
         digest.update(assignment.encode() + b"\0" + course.source_notebook(assignment).read_bytes())
+        digest.update(b"\0" + (course.hidden_cases(assignment) or "").encode())  # the programs' example inputs
     package = Path(coursekit.__file__).resolve().parent
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
@@ -117,8 +118,10 @@ def _parameterized(path: Path, settings):
 def fills(course, assignments: list[str], settings) -> dict[str, Fill]:
     from grader.submission.pipeline import declared_programs
 
-    return {a: Fill(_parameterized(course.source_notebook(a), settings), declared_programs(course, a, settings.num_devices))
-            for a in assignments}
+    from grader.submission.order import with_hidden_cases
+
+    return {a: Fill(with_hidden_cases(_parameterized(course.source_notebook(a), settings), course.hidden_cases(a)),
+                    declared_programs(course, a, settings.num_devices)) for a in assignments}
 
 
 async def _fill_one(name: str, fill: Fill, settings, zygote, staging: Path) -> str | None:

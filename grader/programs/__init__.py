@@ -32,13 +32,36 @@ class Input:
 
 
 @dataclass(frozen=True)
+class Expect:
+    """What a program must look like, beside its values: judged by ``Evidence.program_expected`` in this order,
+    each failure with the standard words of ``grader.programs.expectations`` (or the lesson's, in ``says``).
+
+    inputs are placed as the ``Input`` specs say (always); ``outputs``: per output, replicated on every device
+    (True) or split (False); ``region``: the one collective ("all_reduce", "reduce_scatter", "all_gather") of a
+    single shard_map region that computes everything (manual over the inputs' mesh axis, nothing else crosses
+    devices); ``compiled_gather``: False where the compiled, partitioned program must not all-gather (the batch
+    stays split); ``no_data_moved``: True where no collective may carry a whole input instead of results.
+    """
+
+    outputs: tuple[bool, ...] | None = None
+    region: str | None = None
+    compiled_gather: bool = True
+    no_data_moved: bool = False
+    #: (check, words) pairs replacing a check's standard words ("{what}" stands for the program's name); the checks
+    #: are named in ``grader.programs.expectations.STANDARD``
+    says: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Program:
-    """A program a test cell records under ``key``, exported for a mesh of ``mesh`` devices."""
+    """A program a test cell records under ``key``, exported for a mesh of ``mesh`` devices, with what it must look
+    like (``expect``; None: the judge checks it by hand)."""
 
     key: str
     mesh: int
     inputs: tuple[Input, ...]
     run: bool = True  # False: only read (shardings, collectives), not compiled or run
+    expect: Expect | None = None
 
 
 @dataclass

@@ -162,7 +162,7 @@ def _late_html(result: NotebookResult, late, pending: bool, text: _Text) -> list
     return [f"<p class='late'>{line}</p>"]
 
 
-#: the lessons' receipt cell (coursekit.evidence.keep_evidence): in the grader's run it finds no saved notebook and
+#: the lessons' receipt cell (coursekit.receipt.keep_receipt): in the grader's run it finds no saved notebook and
 #: says how to fix that, which is advice for the learner's own run, not for the feedback page
 RECEIPT_CELL = "keep-evidence"
 RECEIPT_NOTE = ("Your receipt is written when you run this cell in your own notebook; the grader's run of it writes "

@@ -12,6 +12,11 @@ So no hidden source reaches the kernel before every learner cell has run, and ev
 of a test's visible part, was produced by a kernel that had never received any: the feedback page can show them.
 Outputs of the hidden parts (and whatever a learner thread or hook printed while they ran) stay withheld.
 
+The hidden tests' inputs are declared once, in ``source/<assignment>/rubric_cases.py`` (the rubric judges against
+the same module): each hidden part starts with a line that registers that module as ``rubric_cases`` in the
+kernel (``cases_loader``), on a line the padding had left empty, so it reaches the kernel with the hidden source,
+never before.
+
 ``rejoin`` (after the kernel) puts each hidden part's outputs back after its test cell's own, restores the cell's
 whole source, drops the appended cells and marks what came from where (``cells.visible_outputs``; the notebook's
 ``metadata.grader.hidden_tests``), so records, errors, the autograded notebook and nbgrader see one cell per test.
@@ -28,8 +33,36 @@ from grader.cells import GRADER, HIDDEN
 AFTER_LAST_CELL = "after the learner's last cell"
 
 
-def split(nb) -> nbformat.NotebookNode:
-    """``nb`` (rebuilt on the course's skeleton) with every test cell's hidden part moved after its last cell."""
+CASES_MODULE = "rubric_cases"
+_LOADER = ("import sys, types\n"
+           f"module = types.ModuleType({CASES_MODULE!r})\n"
+           f"module.__file__ = '{CASES_MODULE}.py'\n"
+           f"exec(compile(source, '{CASES_MODULE}.py', 'exec'), module.__dict__)\n"
+           f"sys.modules[{CASES_MODULE!r}] = module\n")
+
+
+def cases_loader(source: str) -> str:
+    """One line of Python (no newline) that registers ``source`` as the module ``rubric_cases`` in the kernel: run
+    in a namespace of its own (no name of the learner's is read or bound), replacing whatever a learner registered
+    under that name or saved as ``rubric_cases.py`` beside the notebook."""
+    return f"exec({_LOADER!r}, {{'source': {source!r}}})"
+
+
+def with_hidden_cases(nb, cases: str | None) -> nbformat.NotebookNode:
+    """The instructor's notebook (run whole, unsplit: ``grader.classroom.compile_cache``) with a cell that registers
+    ``rubric_cases`` just before the first test cell with hidden tests; ``nb`` itself when there are no cases."""
+    if cases is None:
+        return nb
+    nb = copy.deepcopy(nb)
+    first = next((i for i, c in enumerate(nb.cells) if cells.is_autograded_test(c) and HIDDEN.spans(str(c.source))),
+                 len(nb.cells))
+    nb.cells.insert(first, cells.code_cell(cases_loader(cases)))
+    return nb
+
+
+def split(nb, cases: str | None = None) -> nbformat.NotebookNode:
+    """``nb`` (rebuilt on the course's skeleton) with every test cell's hidden part moved after its last cell; each
+    hidden part first registers ``cases`` (the source of ``rubric_cases.py``), when given, as ``rubric_cases``."""
     nb = copy.deepcopy(nb)
     taken = {c.get("id") for c in nb.cells}
     tails = []
@@ -45,8 +78,13 @@ def split(nb) -> nbformat.NotebookNode:
             begin = 0               # parse, so the whole cell runs last (and shows no output)
         visible, hidden = source[:begin], source[begin:]
         cell.source = visible
-        tail = cells.code_cell("\n" * visible.count("\n") + hidden,
-                               metadata={GRADER: {"hidden_part_of": cells.grade_id(cell)}})
+        # the hidden part keeps its line numbers: padded with the visible part's line breaks, the first of which
+        # (or a line of its own, when the whole cell is hidden) holds the cases' loader
+        padding = "\n" * visible.count("\n")
+        if cases is not None:
+            padding = cases_loader(cases) + (padding or "\n")
+        tail = cells.code_cell(padding + hidden,
+                               metadata={GRADER: {"hidden_part_of": cells.grade_id(cell), "hidden_from": len(padding)}})
         tail.id = _fresh_id(f"hidden-{len(tails)}", taken)
         tails.append(tail)
     nb.cells.extend(tails)
@@ -82,7 +120,8 @@ def rejoin(nb) -> nbformat.NotebookNode:
             continue
         tail, visible = tails[gid], str(cell.source)
         whole = nbformat.NotebookNode(dict(cell))
-        whole.source = visible + str(tail.source)[visible.count("\n"):]
+        start = cells.grader_marks(tail).get("hidden_from", visible.count("\n"))
+        whole.source = visible + str(tail.source)[start if isinstance(start, int) else visible.count("\n"):]
         whole.outputs = [*cell.get("outputs", []), *tail.get("outputs", [])]
         marks = {"visible_outputs": len(cell.get("outputs", [])),
                  "hidden_part_ran": tail.get("execution_count") is not None or bool(tail.get("outputs"))}

@@ -131,7 +131,8 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     # figures_dir None: figure cells display their PNG and write no SVG (the sanitized copies keep none)
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
                                         "figures_dir": None})
-    return Prepared(job, result, order.split(rebuilt), submission.sha256, started)
+    return Prepared(job, result, order.split(rebuilt, course.hidden_cases(job.assignment_id)), submission.sha256,
+                    started)
 
 
 def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,

@@ -1,7 +1,7 @@
 """References for collectives' test cells, computed by the grader in NumPy.
 
 Gradients come from the analytic 2/N X^T (Xw - y), payloads from the ring
-formulas; hidden inputs are rebuilt from the seeds the hidden tests use. The
+formulas; hidden inputs come from ``rubric_cases``, which the hidden tests import. The
 timing test is judged on how the learner's timer measured a probe whose result
 completes a known time after the call returns, never on speed.
 
@@ -14,9 +14,10 @@ test only). Hidden runs use sub-meshes of the kernel's devices
 import numpy as np
 
 from coursekit import data
-from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, scaled
-from grader.programs import Input, Program
+from grader.programs import Expect, Input, Program
+
+from . import rubric_cases as cases
 
 rubric = Rubric(names={
     "lesson.terms": "the local contributions on the lesson data",
@@ -54,9 +55,7 @@ rubric = Rubric(names={
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather"
 
 
-def program_meshes(p: int) -> list[int]:
-    """The sub-mesh size the hidden program tests use: all devices but one (3 of 4), one compilation per test."""
-    return sub_mesh_sizes(p)[-1:]
+program_meshes = cases.program_meshes
 
 
 def gradient(x, y, w):
@@ -188,29 +187,19 @@ def judge_local_contribution(e: Evidence):
     x, y, w = data.collectives_batch()
     expected = terms(x, y, w, p)
     e.close("lesson.terms", expected, rtol=1e-5, atol=1e-7, mistakes=contribution_mistakes(expected, p))
-    for count in [p] + sub_mesh_sizes(p):
-        hx, hy, hw = data.random_regression(seed=90301 + count, rows=3 * count, cols=5)
+    for count in cases.local_counts(p):
+        hx, hy, hw = cases.local_batch(count)
         expected = terms(hx, hy, hw, count)
         e.close(f"hidden.{count}.terms", expected, rtol=1e-4, atol=1e-5,
                 what=f"local_contribution of {count} block(s) of an unseen batch",
                 mistakes=contribution_mistakes(expected, p, mesh=count))
     # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
     # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
-    for seed, rows, columns, count in batch_sums(p):
-        bx, by, bw = data.random_regression(seed=seed, rows=rows, cols=columns)
+    for key, (bx, by, bw), count in cases.summed_batches(p):
         expected = gradient(bx, by, bw)
-        e.close(f"hidden.batch{seed}.sum", expected, rtol=1e-4, atol=1e-5,
+        e.close(key, expected, rtol=1e-4, atol=1e-5,
                 what=f"the sum of local_contribution over {count} block(s) of an unseen batch",
                 mistakes=contribution_mistakes(expected, p, mesh=count))
-
-
-def batch_sums(p: int) -> list[tuple[int, int, int, int]]:
-    """(seed, rows, columns, blocks) of the batches whose summed local contributions test-local-contribution records
-    for the later tests (``hidden.batch{seed}.sum``): the all-reduce's and the reduce-scatter's sub-mesh batches, and
-    the batch of the programs the grader runs."""
-    size = program_meshes(p)[0]
-    return [(90302 + size, 2 * size, 2 * size, size), (90303 + size, 2 * size, 3 * size, size),
-            (90307, 2 * p, 2 * p, p)]
 
 
 def _meshes_ran(e: Evidence, key: str, size: int, what: str):
@@ -234,10 +223,10 @@ def judge_all_reduce(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.all_reduce", f"all_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        hx, hy, hw = data.random_regression(seed=90302 + size, rows=2 * size, cols=2 * size)
+        hx, hy, hw = cases.all_reduce_batch(size)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
-        tested = f"hidden.batch{90302 + size}.sum"  # the local-contribution test's sum on this very batch
+        tested = cases.summed_key("all_reduce", size)  # the local-contribution test's sum on this very batch
         base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
         program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested), what,
                       reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
@@ -258,11 +247,10 @@ def judge_reduce_scatter(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        # 3 values per device: the lesson and the program keep 2, so a portion size written as 2 shows here
-        hx, hy, hw = data.random_regression(seed=90303 + size, rows=2 * size, cols=3 * size)
+        hx, hy, hw = cases.reduce_scatter_batch(size)  # 3 values per device
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
-        tested = f"hidden.batch{90303 + size}.sum"  # the local-contribution test's sum on this very batch
+        tested = cases.summed_key("reduce_scatter", size)  # the local-contribution test's sum on this very batch
         base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
                        candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested),
@@ -287,14 +275,13 @@ def judge_all_gather(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.gathered", f"gather on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        _, vector, _ = data.random_regression(seed=90304 + size, rows=3 * size, cols=2)
+        vector = cases.gather_vector(size)
         e.array(key, shape=vector.shape, jax=True, what=what, shape_mistakes={(size, 3): STACKED})
         e.close(key, vector, rtol=1e-6, atol=1e-7, what=what)
         e.shard_shapes(key, vector.shape, devices=size, what=what)
         e.replicas_close(key, vector, rtol=1e-6, atol=1e-7, what=what)
     what = "gather, run by the grader on a vector it drew"
-    run = e.program_shardings("program.gather", outputs=[True], what=what)
-    one_region(e, run, ALL_GATHER, what)
+    run = e.program_expected("program.gather", what=what)
     e.program_close("program.gather", 0, run.inputs[0].astype(np.float64), rtol=1e-6, atol=1e-7, what=what)
 
 
@@ -313,43 +300,60 @@ def _lowered(e: Evidence, prefix: str, where: str):
             e.require(other not in text, f"{what}: the lowered program also contains {other}")
 
 
-def gradient_inputs(p: int) -> tuple[Input, ...]:
-    n = 2 * p
-    return Input((n, n), ("data", None)), Input((n,), ("data",)), Input((n,))
+def gradient_inputs(batch) -> tuple[Input, ...]:
+    """(features, labels, weights) of a hidden case's batch: split by rows, split, replicated."""
+    x, y, w = batch
+    return Input(x.shape, ("data", None)), Input(y.shape, ("data",)), Input(w.shape)
+
+
+def vector_input(batch) -> tuple[Input, ...]:
+    """The gathered vector: the batch's weights, split."""
+    return (Input(batch[2].shape, ("data",)),)
+
+
+def one_region(collective: str, outputs: tuple[bool, ...] | None = None) -> Expect:
+    """The program computes in one shard_map region and communicates with ``collective`` only, and no collective
+    carries the data itself: the collective the test is about does the work (a plain jit whose partitioner adds
+    collectives, or a gather of everything followed by a local computation, is not the lesson's program, whatever
+    values it returns). ``outputs``: replicated (True) or split (False), for a program the grader runs."""
+    return Expect(outputs=outputs, region=collective, no_data_moved=True)
 
 
 @rubric.programs("test-all-reduce")
 def programs_all_reduce(p: int):
-    return [Program("program.all_gradient", p, gradient_inputs(p))]
+    return [Program("program.all_gradient", p, gradient_inputs(cases.program_batch(p)),
+                    expect=one_region("all_reduce", (True,)))]
 
 
 @rubric.programs("test-reduce-scatter")
 def programs_reduce_scatter(p: int):
-    return [Program("program.shard_gradient", p, gradient_inputs(p))]
+    return [Program("program.shard_gradient", p, gradient_inputs(cases.program_batch(p)),
+                    expect=one_region("reduce_scatter", (False,)))]
 
 
 @rubric.programs("test-all-gather")
 def programs_all_gather(p: int):
-    return [Program("program.gather", p, (Input((2 * p,), ("data",)),))]
+    return [Program("program.gather", p, vector_input(cases.program_batch(p)), expect=one_region("all_gather", (True,)))]
 
 
 @rubric.programs("test-lowered")
 def programs_lowered(p: int):  # read for their collectives, not run (the tests above run them)
-    return [Program("program.lowered.all_gradient", p, gradient_inputs(p), run=False),
-            Program("program.lowered.shard_gradient", p, gradient_inputs(p), run=False),
-            Program("program.lowered.gather", p, (Input((2 * p,), ("data",)),), run=False)]
+    batch = cases.lowered_batch(p)
+    return [Program("program.lowered.all_gradient", p, gradient_inputs(batch), run=False, expect=one_region("all_reduce")),
+            Program("program.lowered.shard_gradient", p, gradient_inputs(batch), run=False,
+                    expect=one_region("reduce_scatter")),
+            Program("program.lowered.gather", p, vector_input(batch), run=False, expect=one_region("all_gather"))]
 
 
 def own_factor(e: Evidence) -> float:
     """How the learner's own summed local contributions compare with the gradient (1 when right; p when each
-    divides by the local count, ...), from the values the test recorded for the batch of seed 90307.
+    divides by the local count, ...), from the values the test recorded for the programs' batch.
 
     The factor stands for the learner's own contributions only when the local-contribution test recorded the same
     sum on that batch (``own_base``); otherwise, and for a zero sum above all (a program that returns zeros), the
     program is judged against the reference: the record comes from the kernel and must never let the program
     compute less than the gradient."""
-    p = e.num_devices
-    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
+    ex, ey, ew = cases.program_batch(e.num_devices)
     reference = gradient(ex, ey, ew)
     own = e.array("program.own_sum", shape=reference.shape, what="your summed local contributions")
     factor = float(np.dot(own, reference) / np.dot(reference, reference))
@@ -360,18 +364,16 @@ def own_factor(e: Evidence) -> float:
 
 
 def own_factor_known(e: Evidence) -> bool:
-    """Whether the learner's own summed contributions (batch of seed 90307) stand for the program (``own_base``)."""
-    p = e.num_devices
-    ex, ey, ew = data.random_regression(seed=90307, rows=2 * p, cols=2 * p)
-    return own_base(e, "program.own_sum", gradient(ex, ey, ew), "hidden.batch90307.sum")[1]
+    """Whether the learner's own summed contributions (the programs' batch) stand for the program (``own_base``)."""
+    ex, ey, ew = cases.program_batch(e.num_devices)
+    return own_base(e, "program.own_sum", gradient(ex, ey, ew), cases.PROGRAM_SUM)[1]
 
 
 def program_gradient(e: Evidence, name: str, *, split_output: bool):
     """The program itself, run by the grader on a batch it drew: the sum of the learner's own local
     contributions (``own_factor`` times the gradient), replicated or split as the lesson asks."""
     key, what = f"program.{name}", f"{name}, run by the grader on a batch it drew"
-    run = e.program_shardings(key, outputs=[not split_output], what=what)
-    one_region(e, run, REDUCE_SCATTER if split_output else ALL_REDUCE, what)
+    run = e.program_expected(key, what=what)  # one region, reducing with the test's collective (programs_*)
     x, y, w = run.inputs
     expected = own_factor(e) * gradient(x, y, w)
     e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
@@ -382,39 +384,11 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
                   f"{what}: each device should keep only its {n // p} values")
 
 
-NOT_ONE_REGION = ("the result is not computed inside one jax.shard_map region: outside the per-device program there "
-                  "should be nothing but the placement of inputs and results (a computation beside or around the "
-                  "shard_map is partitioned by the compiler, which adds collectives of its own, a shard_map whose "
-                  "in_specs differ from the inputs' placement makes the compiler move the data first, and a sharding "
-                  "constraint or out_shardings that re-places what the shard_map returns makes it move the result)")
-
-
-MOVES_DATA = ("its collective carries the batch itself, not the local results: each device must reduce its own rows "
-              "to its local contribution first, and the collective combines those (a psum of buffers the size of the "
-              "whole batch, each device filling in its rows, is an all-gather of the data written as an all-reduce)")
-
-
-def one_region(e: Evidence, run, wanted: str, what: str) -> None:
-    """The program computes in one shard_map region and communicates with ``wanted`` only: the collective the
-    test is about does the work (a plain jit whose partitioner adds collectives, or a gather of everything
-    followed by a local computation, is not the lesson's program, whatever values it returns)."""
-    e.require(run.manual, f"{what}: it has no shard_map region: write the per-device program with jax.shard_map, "
-                          "manual over the mesh axis the inputs are split on")
-    e.require(run.manual_only, f"{what}: {NOT_ONE_REGION}")
-    e.require(run.collectives.get(wanted.split(".")[1], 0) >= 1, f"{what}: the program has no {wanted}")
-    for other, count in run.collectives.items():
-        e.require(other == wanted.split(".")[1] or count == 0,
-                  f"{what}: the program also communicates with {other}: use {wanted} only")
-    e.require(not run.moves_data, f"{what}: {MOVES_DATA}")
-
-
 def _programs(e: Evidence):
     """The three programs themselves, exported by the kernel and read by the grader: their collectives come
-    from the programs, never from text the kernel reports."""
-    for name, wanted in [("all_gradient", ALL_REDUCE), ("shard_gradient", REDUCE_SCATTER), ("gather", ALL_GATHER)]:
-        key, what = f"program.lowered.{name}", f"{name}, read by the grader from the program itself"
-        one_region(e, e.program(key, what=what), wanted, what)
-        e.program_inputs(key, what=what)
+    from the programs, never from text the kernel reports (each one region, as ``programs_lowered`` declares)."""
+    for name in ["all_gradient", "shard_gradient", "gather"]:
+        e.program_expected(f"program.lowered.{name}", what=f"{name}, read by the grader from the program itself")
 
 
 @rubric.test("test-lowered")

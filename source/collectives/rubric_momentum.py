@@ -2,10 +2,11 @@
 import numpy as np
 
 from coursekit import data
-from coursekit.checks import CONCRETE_ATTRIBUTE, NO_HOST_COPY
+from coursekit.checks import HostCopy, Trace
 from grader.submission.judge import Evidence, Mismatch, Mistake
-from grader.programs import Input, Program
+from grader.programs import Expect, Input, Program
 
+from . import rubric_cases as cases
 from .rubric_collectives import gradient, own_values_or_reference, portions_close, program_meshes, rubric
 
 
@@ -35,19 +36,21 @@ def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where
 
 @rubric.programs("test-momentum")
 def programs_momentum(p: int):
-    return [Program("program.momentum", p, (Input((2 * p,), ("data",)),) * 3)]
+    # both results stay split, as the state came in
+    state = Input(cases.momentum_program_state(p).shape, ("data",))
+    return [Program("program.momentum", p, (state,) * 3, expect=Expect(outputs=(False, False)))]
 
 
 def _momentum_program(e: Evidence, rate: float, beta: float):
     """momentum_step itself, exported by the kernel and run by the grader on state it drew: a step computed on
     the host (np.asarray of the state) cannot be exported, and the program's results must stay split."""
     key, what = "program.momentum", "momentum_step, run by the grader on state it drew"
-    e.require(not e.has("momentum.traceable") or e.number("momentum.traceable") != CONCRETE_ATTRIBUTE,
+    e.require(not e.has("momentum.traceable") or e.number("momentum.traceable") != Trace.CONCRETE_ATTRIBUTE,
               f"{what}: JAX could not trace it: momentum_step must be traceable under jax.jit (the grader exports "
               "it with jax.export), and weights.sharding is not available on a traced value (an attribute only "
               "placed arrays have, like .addressable_shards): take the placement from the notebook's mesh and "
               "split (jax.typeof(weights) gives a traced value's shape and dtype)")
-    run = e.program_shardings(key, outputs=[False, False], what=what)
+    run = e.program_expected(key, what=what)
     w, v, g = (value.astype(np.float64) for value in run.inputs)
     new_v = beta * v + g
     new_w = w - rate * new_v
@@ -71,7 +74,7 @@ HOST_ROUND_TRIP = ("momentum_step moves the partitioned state through the host: 
 
 def _momentum_on_devices(e: Evidence):
     """The call itself, watched in the kernel (coursekit.checks.host_round_trip): what tracing hides."""
-    e.require(e.number("momentum.host_round_trip", what="the host transfers of momentum_step") == NO_HOST_COPY,
+    e.require(e.number("momentum.host_round_trip", what="the host transfers of momentum_step") == HostCopy.NONE,
               HOST_ROUND_TRIP)
 
 
@@ -83,13 +86,11 @@ def judge_momentum(e: Evidence):
     g = gradient(x, y, w).astype(np.float32).astype(np.float64)
     _momentum(e, "momentum.", w.astype(np.float64), v, g, 0.1, 0.9, p, "of the lesson", rtol=1e-5, atol=1e-7)
     for size in program_meshes(p):
-        _, hw, _ = data.random_regression(seed=90306 + size, rows=3 * size, cols=2)
-        _, hv, _ = data.random_regression(seed=90316 + size, rows=3 * size, cols=2)
-        _, hg, _ = data.random_regression(seed=90326 + size, rows=3 * size, cols=2)
+        hw, hv, hg = cases.momentum_state(size)
         _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),
-                  hg.astype(np.float64), 0.05, 0.8, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
+                  hg.astype(np.float64), cases.MOMENTUM_RATE, cases.MOMENTUM_BETA, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
     _momentum_on_devices(e)
-    _momentum_program(e, 0.05, 0.8)
+    _momentum_program(e, cases.MOMENTUM_RATE, cases.MOMENTUM_BETA)
 
 
 def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
@@ -128,7 +129,7 @@ def judge_make_it_yours(e: Evidence):
     x, y, w = data.collectives_batch()
     p = e.num_devices
     _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)
-    hx, hy, hw = data.random_regression(seed=90309, rows=16, cols=8)
+    hx, hy, hw = cases.reversal_batch()
     _reversal(e, "hidden.yours.", hx, hy, hw, 1e-4, 1e-5, p)
     _reversed_inputs(e, "hidden.yours.", hx, hy)
 

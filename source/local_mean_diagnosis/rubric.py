@@ -1,6 +1,6 @@
 """References for local_mean_diagnosis's test cells, computed by the grader in NumPy.
 
-Hidden inputs are rebuilt from the same seeds and helpers the hidden tests use.
+Hidden inputs come from ``rubric_cases``, which the hidden tests import too.
 Every reference is plain float64 NumPy arithmetic: global sums divided by
 global counts, never JAX. Hidden tests use the notebook's device count and the
 smaller counts of ``coursekit.meshes.sub_mesh_sizes`` (shards of the helpers,
@@ -11,10 +11,11 @@ is named in the message.
 import numpy as np
 
 from coursekit import data
-from coursekit.checks import NO_HOST_COPY
-from coursekit.meshes import sub_mesh_sizes
+from coursekit.checks import HostCopy
 from grader.submission.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
-from grader.programs import Input, Program
+from grader.programs import Expect, Input, Program
+
+from . import rubric_cases as cases
 
 rubric = Rubric(names={
     "example.global_mean": "the global mean of the two-shard example",
@@ -46,9 +47,7 @@ LESSON_GRADIENT = [-5.25, -0.75]
 FOUR = "the lesson's four shards (or devices)"
 
 
-def shard_counts(p: int) -> list[int]:
-    """The shard counts the hidden tests use: the notebook's device count and the sub-mesh sizes."""
-    return [p] + sub_mesh_sizes(p)
+shard_counts = cases.shard_counts
 
 
 def gradient(x, y, w):
@@ -139,7 +138,7 @@ def judge_two_averages(e: Evidence):
     e.close("example.mean_of_local_means", 2.5, mistakes=[Mistake(2.0, "this is the global mean: the mean of "
                                                                        "local means weighs every shard once")])
     for count in shard_counts(e.num_devices):
-        shards = data.ragged_shards(seed=90221 + count, num_shards=count)
+        shards = cases.ragged(count)
         global_mean, local = np.concatenate(shards).mean(), np.mean([s.mean() for s in shards])
         e.close(f"hidden.{count}.global_mean", global_mean, what=f"the global mean of {count} unseen shard(s)",
                 mistakes=[Mistake(local, "this is the mean of local means: the global mean weighs every "
@@ -174,8 +173,7 @@ def judge_local_gradients(e: Evidence):
     e.close("lesson.local_gradients", LESSON_LOCALS_2222)
     e.close("lesson.local_gradients_3_5", block_gradients(x, y, w, [3, 5]), mistakes=mistakes(x, y, w, [3, 5]))
     for count in shard_counts(e.num_devices):
-        sizes = list(range(1, count + 1))
-        hx, hy, hw = data.random_regression(seed=90222 + count, rows=sum(sizes), cols=3)
+        hx, hy, hw, sizes = cases.local_gradient_batch(count)
         e.close(f"hidden.{count}.local_gradients", block_gradients(hx, hy, hw, sizes), rtol=1e-5, atol=1e-6,
                 what=f"local mean gradients of {count} unequal block(s) of an unseen batch",
                 mistakes=mistakes(hx, hy, hw, sizes))
@@ -200,7 +198,7 @@ def judge_equal_shards(e: Evidence):
     e.close("lesson.equal", LESSON_GRADIENT, mistakes=_equal_mistakes(np.array(LESSON_LOCALS_2222)),
             shape_mistakes=_wrong_axis(4, 2))
     for count in shard_counts(e.num_devices):
-        locals_ = np.random.default_rng(90223 + count).normal(size=(count, 3))
+        locals_ = cases.equal_locals(count)
         e.close(f"hidden.{count}.equal", locals_.sum(axis=0) / count, mistakes=_equal_mistakes(locals_),
                 what=f"the combination of {count} unseen equal-shard means", shape_mistakes=_wrong_axis(count, 3))
 
@@ -231,7 +229,7 @@ def judge_unequal_shards(e: Evidence):
     e.close("lesson.weighted_number", 2.0, mistakes=_weighted_mistakes([1.0, 4.0], [2, 1]),
             shape_mistakes={(2,): NUMBER_SHAPE, (2, 2): NUMBER_SHAPE})
     for count in shard_counts(e.num_devices):
-        locals_ = np.random.default_rng(90224 + count).normal(size=(count, 3))
+        locals_ = cases.unequal_locals(count)
         sizes = np.arange(1, count + 1)
         e.close(f"hidden.{count}.weighted", _weighted(locals_, sizes), mistakes=_weighted_mistakes(locals_, sizes),
                 what=f"the count-weighted combination of {count} unseen local means")
@@ -250,7 +248,7 @@ def judge_masked_mean(e: Evidence):
     p = e.num_devices
     losses, mask = data.masked_tokens(seed=0, num_shards=p)
     e.close("lesson.masked_mean", masked_mean(losses, mask), mistakes=masked_mistakes(losses, mask, p))
-    hl, hm = data.masked_tokens(seed=90225, num_shards=p, seqs_per_shard=3, tokens=7, empty=(-1,), scatter=True)
+    hl, hm = cases.masked_tokens(p)
     e.close("hidden.masked_mean", masked_mean(hl, hm), mistakes=masked_mistakes(hl, hm, p))
 
 
@@ -270,11 +268,8 @@ def _statistics(e: Evidence, prefix: str, losses, mask, shards: int, where: str)
 def judge_shard_statistics(e: Evidence):
     p = e.num_devices
     _statistics(e, "lesson", *data.masked_tokens(seed=0, num_shards=p), p, "of the lesson batch")
-    for count in [2 * p] + sub_mesh_sizes(p)[-1:]:
-        # three sequences per shard on the smaller count (two elsewhere, as in the lesson): blocks are S / num_shards
-        losses, mask = data.masked_tokens(seed=90226 + count, num_shards=count, seqs_per_shard=2 if count > p else 3,
-                                          tokens=5, empty=(0, 3) if count > 3 else (0,) if count > 1 else (),
-                                          scatter=True)
+    for count in cases.statistics_counts(p):
+        losses, mask = cases.statistics_tokens(count, p)
         _statistics(e, f"hidden.{count}", losses, mask, count, f"of an unseen batch in {count} shard(s)")
 
 
@@ -292,15 +287,14 @@ def _combine_mistakes(sums, counts) -> list[Mistake]:
 def judge_combine(e: Evidence):
     e.close("lesson.combined", 18.5 / 10, mistakes=_combine_mistakes([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
     for count in shard_counts(e.num_devices):
-        sums, counts = data.shard_partials(seed=90230 + count, num_shards=count)
+        sums, counts = cases.partials(count)
         e.close(f"hidden.{count}.combined", sums.sum() / counts.sum(), mistakes=_combine_mistakes(sums, counts),
                 what=f"the global mean from {count} unseen partial(s)")
 
 
 def _partials_cases(p: int) -> list[tuple[str, tuple]]:
     return [("device", data.masked_tokens(seed=0, num_shards=p)),
-            ("hidden.device", data.masked_tokens(seed=90227, num_shards=p, seqs_per_shard=2, tokens=7, empty=(0,),
-                                                 scatter=True))]
+            ("hidden.device", cases.device_partials_tokens(p))]
 
 
 def nonzero_counts(losses, mask, shards: int):
@@ -334,26 +328,36 @@ HOST_ROUND_TRIP = ("your sharded masked mean moves the placed batch through the 
                    "reduce its own block inside the shard_map program, and only the sums and counts cross devices")
 
 
+# The masked mean's program: psum does the work inside one shard_map region (gathering everything first is not
+# the lesson), its result replicated, and no collective carries the tokens themselves.
+PSUM = "{what}: the program should psum over the devices inside jax.shard_map"
+PSUM_IN_ONE_REGION = Expect(outputs=(True,), region="all_reduce", no_data_moved=True, says=(
+    ("no_region", PSUM), ("missing", PSUM),
+    ("not_one_region", PSUM + ", and compute everything there: outside the per-device program there should be nothing "
+                              "but the placement of inputs and results (a computation beside the shard_map is "
+                              "partitioned by the compiler, which adds collectives of its own)"),
+    ("other", "{what}: the program also communicates with {other}: each device should reduce its own block to a sum "
+              "and a count, and psum should combine them (nothing else crosses devices)"),
+    ("moves_data", "{what}: the psum carries the batch itself, not partial results: each device should reduce its own "
+                   "block to a sum and a count, and psum should combine those (a psum of buffers the size of the "
+                   "whole batch, each device filling in its block, copies the data to every device)")))
+
+
 @rubric.programs("test-shard-map")
 def programs_shard_map(p: int):
-    return [Program("program.masked_mean", p, (Input((2 * p, 8), ("data", None)), Input((2 * p, 8), ("data", None), "bool")))]
+    losses, mask = cases.shard_map_tokens(p)[-1][1]  # the exported call's example: the last case
+    return [Program("program.masked_mean", p, (Input(losses.shape, ("data", None)),
+                                               Input(mask.shape, ("data", None), "bool")), expect=PSUM_IN_ONE_REGION)]
 
 
 @rubric.test("test-shard-map")
 def judge_shard_map(e: Evidence):
     p = e.num_devices
-    cases = [
-        ("device", data.masked_tokens(seed=0, num_shards=p), p),
-        ("hidden.device", data.masked_tokens(seed=90228, num_shards=p, seqs_per_shard=3, tokens=5,
-                                             empty=(-1,), scatter=True), p),
-        ("hidden.device.full", data.masked_tokens(seed=90229, num_shards=p, seqs_per_shard=2, tokens=8,
-                                                  empty=(), scatter=False), p),
-    ]
-    for size in sub_mesh_sizes(p)[-2:]:  # two sub-meshes (one compilation each)
-        cases.append((f"hidden.mesh{size}", data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3,
-                                                               tokens=5, empty=(0,) if size > 2 else (),
-                                                               scatter=True), size))
-    for prefix, (losses, mask), devices in cases:
+    judged = [("device", data.masked_tokens(seed=0, num_shards=p), p)]
+    judged += [(prefix, tokens, p) for prefix, tokens in cases.shard_map_tokens(p)]
+    judged += [(f"hidden.mesh{size}", cases.mesh_tokens(size), size)
+               for size in cases.sub_mesh_sizes_of_shard_map(p)]
+    for prefix, (losses, mask), devices in judged:
         key = f"{prefix}.masked_mean"
         what = e.names.get(key) or f"make_sharded_masked_mean on a mesh of {devices} device(s)"
         e.require(e.has(key) or devices == p, f"{what}: no result: the program did not run there (does it use "
@@ -381,25 +385,11 @@ def judge_shard_map(e: Evidence):
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
-    e.require(e.number("hidden.host_round_trip", what="the host transfers of your sharded masked mean") == NO_HOST_COPY,
+    e.require(e.number("hidden.host_round_trip", what="the host transfers of your sharded masked mean") == HostCopy.NONE,
               HOST_ROUND_TRIP)
     # The program itself, exported by the kernel and run by the grader on tokens it drew.
     what = "your sharded masked mean, run by the grader on tokens it drew"
-    run = e.program_shardings("program.masked_mean", outputs=[True], what=what)
-    e.require(run.manual and run.collectives.get("all_reduce", 0) >= 1,
-              f"{what}: the program should psum over the devices inside jax.shard_map")
-    e.require(run.manual_only, f"{what}: the program should psum over the devices inside jax.shard_map, and compute "
-                               "everything there: outside the per-device program there should be nothing but the "
-                               "placement of inputs and results (a computation beside the shard_map is partitioned "
-                               "by the compiler, which adds collectives of its own)")
-    for other, count in run.collectives.items():  # psum does the work: gathering everything first is not the lesson
-        e.require(other == "all_reduce" or count == 0,
-                  f"{what}: the program also communicates with {other}: each device should reduce its own block to "
-                  "a sum and a count, and psum should combine them (nothing else crosses devices)")
-    e.require(not run.moves_data,
-              f"{what}: the psum carries the batch itself, not partial results: each device should reduce its own "
-              "block to a sum and a count, and psum should combine those (a psum of buffers the size of the whole "
-              "batch, each device filling in its block, copies the data to every device)")
+    run = e.program_expected("program.masked_mean", what=what)  # PSUM_IN_ONE_REGION
     losses, mask = run.inputs
     e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
                     mistakes=masked_mistakes(losses, mask, p))  # (the grader's draws have no loss of exactly 0)

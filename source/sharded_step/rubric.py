@@ -1,6 +1,6 @@
 """References for sharded_step's test cells, computed by the grader in NumPy.
 
-Hidden inputs are rebuilt from the same seeds the hidden tests use; the
+Hidden inputs come from ``rubric_cases``, which the hidden tests import too; the
 expected values come from the analytic gradient 2/N X^T (Xw - y), never from
 JAX. Each test judges one skill: where a value also depends on an earlier
 skill (the update depends on the gradient, placement and the ten steps on the
@@ -12,10 +12,12 @@ other sizes than the notebook's.
 import numpy as np
 
 from coursekit import data
-from coursekit.checks import NO_HOST_COPY, OP_BY_OP
+from coursekit.checks import Dispatch, HostCopy
 from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
-from grader.programs import Input, Program
+from grader.programs import Expect, Input, Program
+
+from . import rubric_cases as cases
 
 rubric = Rubric(names={
     "lesson.loss": "the initial loss",
@@ -53,28 +55,41 @@ rubric = Rubric(names={
 }, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
 
 
-def step_inputs(rows: int, cols: int) -> tuple[Input, ...]:
-    """(weights, features, labels): replicated, split by rows, split by rows."""
+def step_inputs(batch) -> tuple[Input, ...]:
+    """(weights, features, labels) of a hidden case's batch (x, y, w): replicated, split by rows, split by rows."""
+    rows, cols = batch[0].shape
     return Input((cols,)), Input((rows, cols), ("data", None)), Input((rows,), ("data",))
 
 
 @rubric.programs("test-loss-and-gradient")
 def programs_loss_and_gradient(p: int):
-    return [Program("program.step", p, step_inputs(4 * p, 3))] + [
-        Program(f"program.mesh{size}.step", size, step_inputs(3 * size, 3)) for size in sub_mesh_sizes(p)]
+    return [Program("program.step", p, step_inputs(cases.unseen_batch(p)))] + [
+        Program(f"program.mesh{size}.step", size, step_inputs(cases.sub_mesh_batch(size)))
+        for size in sub_mesh_sizes(p)]
+
+
+# The placed step: every output replicated, and the batch stays split inside it: the compiler all-reduces the
+# partial sums. An all-gather in the compiled step brings every row to every device (a constraint to replicated
+# features, say): right values, no data parallelism. Read by the grader from the step it compiled (after
+# partitioning) for its own inputs, never from anything the kernel reports.
+DATA_PARALLEL = Expect(outputs=(True, True, True), compiled_gather=False, no_data_moved=True, says=(
+    ("gathers", "your jitted training step gathers the batch onto every device (its compiled program has an "
+                "all-gather): keep the rows split, P('data', None), as in_shardings places them; each device works "
+                "on its own rows and the compiler all-reduces the partial sums"),
+    ("moves_data", "your jitted training step copies the batch to every device (a collective in it carries as many "
+                   "values as the batch: a psum of buffers each device fills with its rows is an all-gather written "
+                   "as an all-reduce): keep the rows split; each device works on its own rows and only the partial "
+                   "sums cross devices")))
 
 
 @rubric.programs("test-placement")
 def programs_placement(p: int):
-    return [Program("program.placed", p, step_inputs(p, 5))]
+    return [Program("program.placed", p, step_inputs(cases.placement_batch(p)), expect=DATA_PARALLEL)]
 
 
 @rubric.programs("test-update")
 def programs_update(p: int):
-    # Four features, not the lesson's two: the update is judged against the step's own gradient, accepted when it is
-    # a scaled gradient at the given weights (cosine > 1 - 1e-4). In two dimensions a gradient taken at the wrong point
-    # lies that close to the right direction for about 1 batch in 100 the grader draws; in four, about 1 in 10^5.
-    return [Program("program.step_0.37", p, step_inputs(2 * p, 4))]
+    return [Program("program.step_0.37", p, step_inputs(cases.update_program_batch(p)))]  # four features: see there
 
 
 def _program_output(e: Evidence, key: str, which: str, mesh: int | None = None):
@@ -137,7 +152,7 @@ def judge_loss_and_gradient(e: Evidence):
     that is Python around its program is also checked on an unseen batch in the kernel (what the Python does to the
     results); a jitted step is not run there: that would compile and run the very program the grader runs."""
     x, y, w = lesson()
-    hx, hy, hw = data.random_regression(seed=90201, rows=4 * e.num_devices, cols=3)
+    hx, hy, hw = cases.unseen_batch(e.num_devices)
     for which, points in [("loss", 1), ("gradient", 2)]:
         with e.part(f"the {which}", points=points):
             try:
@@ -215,25 +230,26 @@ def _rate_mistakes(start, own, actual, rate: float, rtol: float, atol: float) ->
 def judge_update(e: Evidence):
     x, y, w = lesson()
     _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6, data=(x, y, w))
-    hx, hy, hw = data.random_regression(seed=90202, rows=2 * e.num_devices, cols=2)
+    hx, hy, hw = cases.update_batch(e.num_devices)
+    rate = cases.UPDATE_RATE
     if e.has("hidden.new_w") or e.has("hidden.step_gradient"):  # Python around the program (else only exported)
-        _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), 0.37, rtol=1e-4, atol=1e-5,
+        _update(e, "hidden.new_w", "hidden.step_gradient", hw.astype(np.float64), rate, rtol=1e-4, atol=1e-5,
                 data=(hx, hy, hw.astype(np.float64)))
     run = e.program("program.step_0.37")
     own = run.outputs[2].value if len(run.outputs) == 3 else None
     e.require(own is not None and own.shape == run.inputs[0].shape and np.any(own != 0),
-              "your make_train_step(0.37), run by the grader on a batch it drew, does not return (new weights, "
+              f"your make_train_step({rate:g}), run by the grader on a batch it drew, does not return (new weights, "
               "loss, gradient) with a non-zero gradient")
     start = run.inputs[0].astype(np.float64)
     _require_gradient(e, own, run.inputs[1], run.inputs[2].astype(np.float64), start,
-                      "the gradient of your make_train_step(0.37) on a batch the grader drew")
-    if _steps_by_the_true_gradient(run.outputs[0].value, start, 0.37, (run.inputs[1], run.inputs[2], start), 1e-4,
+                      f"the gradient of your make_train_step({rate:g}) on a batch the grader drew")
+    if _steps_by_the_true_gradient(run.outputs[0].value, start, rate, (run.inputs[1], run.inputs[2], start), 1e-4,
                                    1e-5):
         return
-    e.program_close("program.step_0.37", 0, start - 0.37 * own, rtol=1e-4, atol=1e-5,
-                    what="the new weights of your make_train_step(0.37) on a batch the grader drew (weights - "
+    e.program_close("program.step_0.37", 0, start - rate * own, rtol=1e-4, atol=1e-5,
+                    what=f"the new weights of your make_train_step({rate:g}) on a batch the grader drew (weights - "
                          "learning_rate * its own gradient)",
-                    mistakes=_rate_mistakes(start, own, run.outputs[0].value.astype(np.float64), 0.37, 1e-4, 1e-5)
+                    mistakes=_rate_mistakes(start, own, run.outputs[0].value.astype(np.float64), rate, 1e-4, 1e-5)
                     if run.outputs[0].value.shape == start.shape else [])
 
 
@@ -248,7 +264,7 @@ def _step_on_devices(e: Evidence):
     """The call itself, watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back
     its traced arguments, so a step that copies the batch to the host and places NumPy results back exports as a
     device program; only the call shows the copies."""
-    e.require(e.number("hidden.host_round_trip", what="the host transfers of your training step") == NO_HOST_COPY,
+    e.require(e.number("hidden.host_round_trip", what="the host transfers of your training step") == HostCopy.NONE,
               "your training step moves its inputs through the host: on every call it copies the weights or the "
               "placed batch to host memory (jax.device_get, np.asarray, printing them) or places NumPy results back "
               "with jax.device_put, so every row is gathered in one place: compute the loss and gradient with JAX "
@@ -258,7 +274,7 @@ def _step_on_devices(e: Evidence):
 @rubric.test("test-placement")
 def judge_placement(e: Evidence):
     p = e.num_devices
-    hx, hy, hw = data.random_regression(seed=90203, rows=p, cols=5)
+    hx, hy, hw = cases.placement_batch(p)
     for prefix, d, batch in [("lesson.", 2, lesson()), ("hidden.placed.", 5, (hx, hy, hw.astype(np.float64)))]:
         suffix = ".shards" if prefix == "lesson." else ""
         for name, shape in [("new_w", (d,)), ("loss", ()), ("gradient", (d,))]:
@@ -271,25 +287,12 @@ def judge_placement(e: Evidence):
     _step_on_devices(e)
     # Traced in the kernel (coursekit.checks.one_program): a plain Python step gives the same values and, on these
     # small arrays, the same placements, so only its trace shows that nothing was jitted.
-    e.require(e.number("hidden.one_program") != OP_BY_OP,
+    e.require(e.number("hidden.one_program") != Dispatch.OP_BY_OP,
               "make_train_step returns a plain Python function, not a jitted step: JAX then runs its operations one "
               "at a time, each compiled on its own, and nothing pins where the inputs and results live; return "
               "jax.jit(step, in_shardings=(replicated, rows, labels_sharding), out_shardings=(replicated, replicated, "
               "replicated))")
-    run = e.program_shardings("program.placed", outputs=[True, True, True])
-    # The batch stays split inside the step: the compiler all-reduces the partial sums. An all-gather in the compiled
-    # step brings every row to every device (a constraint to replicated features, say): right values, no data
-    # parallelism. Read by the grader from the step it compiled (after partitioning) for its own inputs, never from
-    # anything the kernel reports.
-    e.require(run.compiled_collectives.get("all_gather", 0) == 0,
-              "your jitted training step gathers the batch onto every device (its compiled program has an "
-              "all-gather): keep the rows split, P('data', None), as in_shardings places them; each device works "
-              "on its own rows and the compiler all-reduces the partial sums")
-    e.require(not run.moves_data,
-              "your jitted training step copies the batch to every device (a collective in it carries as many values "
-              "as the batch: a psum of buffers each device fills with its rows is an all-gather written as an "
-              "all-reduce): keep the rows split; each device works on its own rows and only the partial sums cross "
-              "devices")
+    e.program_expected("program.placed")  # DATA_PARALLEL
 
 
 def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
@@ -319,7 +322,7 @@ def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
 def judge_ten_steps(e: Evidence):
     x, y, w = lesson()  # the visible record first: Validate judges it, then stops at the hidden one
     _follows_first_step(e, "lesson.trajectory", x, y, w)
-    hx, hy, hw = data.random_regression(seed=90204, rows=2 * e.num_devices, cols=2)
+    hx, hy, hw = cases.ten_steps_batch(e.num_devices)
     _follows_first_step(e, "hidden.trajectory", hx, hy, hw.astype(np.float64))  # a fresh step: its first call
 
 
@@ -392,7 +395,7 @@ def judge_transfer(e: Evidence):
             mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     if e.get("transfer.sharded").kind == "jax_array":  # its placement, before any hidden value (Validate judges it)
         _placed_as_the_step(e, "transfer.sharded", "transfer.own_step")
-    other_target, other_start, other_rate = [0.5, -2.0], np.array([1.0, 1.0]), 0.02  # as the hidden test calls it
+    other_target, other_start, other_rate = cases.OTHER_TARGET, np.array(cases.OTHER_START), cases.OTHER_RATE
     other = _transfer(other_target, other_start, other_rate)
     mistakes = _transfer_mistakes(other_target, other_start, other_rate, p)
     if e.has("transfer.other.own_step") and e.get("transfer.other.own_step").kind != "scalar":
