@@ -128,7 +128,9 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
     _mutate(course, NAME, rubric=(body, '''def judge_global_mean(e: Evidence):
     for count in cases.shard_counts(e.num_devices):
         shards = cases.unseen_shards(count)
-        e.close(f"hidden.{count}.global_mean", float(np.concatenate(shards).mean()))
+        e.close(f"hidden.{count}.global_mean", float(np.concatenate(shards).mean()), mistakes=[
+            Mistake(0.0, f"a planted mistake on {count} shard(s) that no scenario expects"),
+            Mistake(-1.0, f"it is the mean of the local means of {count} shard(s)")])  # proven: blake's words
     with e.part("the example", points=1):
         e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means([np.array([0.5, 1.5]), np.array([4.0])])])
 '''))
@@ -140,6 +142,10 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
     assert "example.unjudged" in by_check["read"][0]
     assert "worth 1 points, the test cell 2" in by_check["solution"][0]
     assert all("hidden." in says for says in by_check["words"]) and "example.global_mean" in by_check["visible"][0]
+    # --strict: the named mistake no scenario expects, once (its wording for each shard count is one mistake); the
+    # one worded as blake's expect-message, numbers aside, is proven
+    unproven = [p.says for p in report.failures(strict=True) if p.check == "mistakes"]
+    assert len(unproven) == 1 and "a planted mistake on 4 shard(s)" in unproven[0], unproven
     # The CLI says the same and fails.
     done = _run(course, f"python -m grader lint {NAME} --static", ok=True)
     assert "no problems in the static checks" in done.stdout

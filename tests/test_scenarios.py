@@ -62,15 +62,20 @@ def test_feedback_does_not_leak_hidden_tests_or_references(graded, course):
 
 
 def hidden_secrets(course) -> tuple[set[str], set[str]]:
-    """Every line of hidden test source a learner never sees (over 12 characters), and the hidden seeds."""
+    """Every line of hidden test source a learner never sees (over 12 characters), the hidden cases' module
+    (``rubric_cases.py``, handed to the kernel with the hidden parts) included, and the hidden seeds."""
     lines, seeds = set(), set()
     for assignment in course.assignments():
         released = nbformat.read(course.release_notebook(assignment), as_version=4)
         visible = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
-        for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells:
-            for block in HIDDEN.findall(cell.source):
-                lines |= {line.strip() for line in block.splitlines() if len(line.strip()) > 12} - visible
-                seeds |= set(re.findall(r"seed=(\d+)", block))
+        blocks = [block for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells
+                  for block in HIDDEN.findall(cell.source)]
+        cases = course.hidden_cases(assignment)
+        for block in blocks + ([cases] if cases else []):
+            lines |= {line.strip() for line in block.splitlines() if len(line.strip()) > 12 and
+                      not line.strip().startswith(('"""', "#"))} - visible
+            seeds |= set(re.findall(r"seed=(\d+)", block))
+        seeds |= set(re.findall(r"\b(9[01]\d{3})\b", cases or ""))  # the cases' base seeds (90301 + size, ...)
     return lines, seeds
 
 
@@ -140,13 +145,15 @@ def test_a_jitted_step_is_only_exported_and_python_around_it_also_runs_in_the_ke
 
 @pytest.mark.parametrize("assignment", ["sharded_step", "local_mean_diagnosis", "collectives"])
 def test_the_courses_own_rubrics_pass_the_authors_lint(graded, graded_settings, course, assignment):
-    """``python -m grader lint`` on each lesson (docs/how-to/author-a-lesson.md): every test judged, every record
-    read, words for every key, visible values first, the solution at full marks. It judges the batch's own run of the
-    solution (the sample learner ada's notebook is the solution, byte for byte), so nothing runs again here."""
+    """``python -m grader lint --strict`` on each lesson (docs/how-to/author-a-lesson.md): every test judged, every
+    record read, words for every key, visible values first, the solution at full marks, and every named mistake a
+    judge passes expected by a scenario of this suite (which ``test_scenario_grades_as_stated`` grades). It judges the
+    batch's own run of the solution (the sample learner ada's notebook is the solution, byte for byte), so nothing
+    runs again here."""
     from grader.authoring.lint import lint  # noqa: PLC0415
 
     before = graded_settings.identical.reused
     report = lint(course, assignment, runs=(graded_settings.identical, graded_settings.judged))
-    assert report.failures() == [], "\n".join(map(str, report.failures()))
+    assert report.failures(strict=True) == [], "\n".join(map(str, report.failures(strict=True)))
     assert report.tests >= 6 and report.mistakes >= 10
     assert graded_settings.identical.reused == before + 1, "the lint ran the solution again instead of reading its run"

@@ -18,8 +18,9 @@ run (the instructor's solution, graded by the grader itself: the same kernel, pr
     words        every value a judge reads has words a learner knows (the rubric's ``names``, or ``what=``)
     visible      a judge reads the values the visible checks record before hidden ones (Validate judges the
                  visible values alone and stops at the first it does not have)
-    mistakes     every named mistake a judge passes is expected by a scenario (``expect-message``), so a test
-                 proves it fires (listed as unproven; a failure only with ``--strict``)
+    mistakes     every named mistake a judge passes is expected by a scenario (``expect-message``; the numbers of a
+                 mistake worded for a device count or mesh size aside), so a test proves it fires (listed as
+                 unproven; a failure only with ``--strict``)
 
 Each problem names the check, the test cell and what to change.
 """
@@ -287,11 +288,17 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
             report.add("visible", gid, f"the judge reads the hidden {lost[0]!r} before the visible {lost[1]!r}: "
                                        "Validate, which has only the visible values, stops there; judge the "
                                        "visible values first (or in a part of their own)")
-        for says in dict.fromkeys(e.mistakes):
+        for says in {_template(says): says for says in reversed(e.mistakes)}.values():  # one per wording, numbers aside
             report.mistakes += 1
-            if not any(m and m in says for m in messages):
+            if not any(m and _template(m) in _template(says) for m in messages):
                 report.add("mistakes", gid, f"no scenario expects the named mistake {says[:90]!r}: add a wrong "
                                             "scenario with this expect-message, so a test proves it fires")
+
+
+def _template(says: str) -> str:
+    """A mistake's words with its numbers left out: one mistake, worded for a device count or a mesh size (the
+    denominator of 2, 3 or 4 devices), is proven by a scenario that triggers it at any of them."""
+    return re.sub(r"\d+(\.\d+)?", "#", says)
 
 
 def lint(course: Course, name: str, *, num_devices: int = 4, execute: bool = True, runs=None) -> Report:

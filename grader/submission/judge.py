@@ -103,7 +103,14 @@ class Rubric:
         """Every program the rubric declares for a run on ``num_devices`` devices, by record key."""
         return {program.key: program for declare in self.program_specs.values() for program in declare(num_devices)}
 
-    def test(self, grade_id: str) -> Callable[[Judge], Judge]:
+    def test(self, grade_id: str, *, names: dict[str, str] | None = None) -> Callable[[Judge], Judge]:
+        """Register the judge of the test cell ``grade_id``; ``names``: the words a learner knows for the keys that
+        cell records, kept beside the judge that reads them (they join the rubric's ``names``: one key, one wording)."""
+        for key, words in (names or {}).items():
+            if self.names.get(key, words) != words:
+                raise ValueError(f"{key!r} has two wordings: {self.names[key]!r} and {words!r}")
+        self.names.update(names or {})
+
         def register(judge: Judge) -> Judge:
             if grade_id in self.judges:
                 raise ValueError(f"two judges for {grade_id}")

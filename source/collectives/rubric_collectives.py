@@ -15,38 +15,14 @@ import numpy as np
 
 from coursekit import data
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, scaled
+from grader.submission.references import Reference
 from grader.programs import Expect, Input, Program
 
 from . import rubric_cases as cases
 
 rubric = Rubric(names={
-    "lesson.terms": "the local contributions on the lesson data",
-    "lesson.all_reduce": "the all-reduced gradient",
     "lesson.own_sum": "the sum of your local contributions",
-    "lesson.reduce_scatter": "the reduce-scattered gradient",
-    "timing.sample_count": "the number of samples by default",
-    "payload.lesson": "the payload at G = 32 bytes, p = 4",
-    "payload.hidden": "ring_payload at other sizes and rank counts",
-    "payload.budget_sizes": "ring_payload at the transfer budget's sizes",
-    "momentum.new_v": "the new momentum",
-    "momentum.new_w": "the new weights",
-    "yours.all_reduced": "the all-reduced gradient of the jointly reversed data",
-    "yours.gathered": "the gathered gradient of the jointly reversed data",
-    "yours.original_all_reduced": "all_gradient on the original order",
-    "yours.original_gathered": "gather(shard_gradient(...)) on the original order",
-    "yours.label_only": "the label-only reversal gradient",
-    "hidden.yours.all_reduced": "the all-reduced gradient of an unseen reversed batch",
-    "hidden.yours.gathered": "the gathered gradient of an unseen reversed batch",
-    "hidden.yours.original_all_reduced": "all_gradient on an unseen batch in its original order",
-    "hidden.yours.original_gathered": "gather(shard_gradient(...)) on an unseen batch in its original order",
-    "hidden.yours.label_only": "the label-only reversal gradient of an unseen batch",
-    "budget.lesson": "the 1 MiB transfer budget",
-    "budget.hidden": "transfer_budget at another size and rank counts",
-    "quiz.answer": "the multiple-choice answer",
     "program.own_sum": "the sum of your local contributions on the grader's batch",
-    "momentum.traceable": "whether momentum_step traces under jax.jit",
-    "budget.own_payloads": "the payloads of your ring_payload at the 1 MiB budget's sizes",
-    "budget.hidden.own_payloads": "the payloads of your ring_payload at another size and rank counts",
     **{f"hidden.mesh{size}.{key}": f"{what} on a mesh of {size} device(s)" for size in range(1, 9) for key, what in [
         ("own_sum", "the sum of your local contributions"), ("momentum.new_v", "the new momentum"),
         ("momentum.new_w", "the new weights")]},
@@ -181,25 +157,29 @@ def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool
     return mistakes
 
 
-@rubric.test("test-local-contribution")
+@rubric.test("test-local-contribution", names={
+    "lesson.terms": "the local contributions on the lesson data",
+})
 def judge_local_contribution(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
-    expected = terms(x, y, w, p)
-    e.close("lesson.terms", expected, rtol=1e-5, atol=1e-7, mistakes=contribution_mistakes(expected, p))
+    e.check("lesson.terms", TERMS, (x, y, w, p), rtol=1e-5, atol=1e-7, devices=p)
     for count in cases.local_counts(p):
-        hx, hy, hw = cases.local_batch(count)
-        expected = terms(hx, hy, hw, count)
-        e.close(f"hidden.{count}.terms", expected, rtol=1e-4, atol=1e-5,
-                what=f"local_contribution of {count} block(s) of an unseen batch",
-                mistakes=contribution_mistakes(expected, p, mesh=count))
+        e.check(f"hidden.{count}.terms", TERMS, (*cases.local_batch(count), count), rtol=1e-4, atol=1e-5,
+                what=f"local_contribution of {count} block(s) of an unseen batch", devices=p, mesh=count)
     # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
     # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
-    for key, (bx, by, bw), count in cases.summed_batches(p):
-        expected = gradient(bx, by, bw)
-        e.close(key, expected, rtol=1e-4, atol=1e-5,
-                what=f"the sum of local_contribution over {count} block(s) of an unseen batch",
-                mistakes=contribution_mistakes(expected, p, mesh=count))
+    for key, batch, count in cases.summed_batches(p):
+        e.check(key, SUMMED, batch, rtol=1e-4, atol=1e-5, devices=p, mesh=count,
+                what=f"the sum of local_contribution over {count} block(s) of an unseen batch")
+
+
+#: each device's local contribution of a batch (x, y, w) in ``blocks`` blocks, and their sum (the gradient), with the
+#: mistakes named on them (``devices``: the notebook's count; ``mesh``: the blocks, where they are not the devices)
+TERMS = Reference(terms, (lambda x, y, w, blocks, *, devices, mesh=None:
+                          contribution_mistakes(terms(x, y, w, blocks), devices, mesh=mesh),))
+SUMMED = Reference(gradient, (lambda x, y, w, *, devices, mesh: contribution_mistakes(gradient(x, y, w), devices,
+                                                                                       mesh=mesh),))
 
 
 def _meshes_ran(e: Evidence, key: str, size: int, what: str):
@@ -208,7 +188,9 @@ def _meshes_ran(e: Evidence, key: str, size: int, what: str):
                           "the data, or does it assume the lesson's four devices?)")
 
 
-@rubric.test("test-all-reduce")
+@rubric.test("test-all-reduce", names={
+    "lesson.all_reduce": "the all-reduced gradient",
+})
 def judge_all_reduce(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
@@ -234,7 +216,9 @@ def judge_all_reduce(e: Evidence):
     program_gradient(e, "all_gradient", split_output=False)
 
 
-@rubric.test("test-reduce-scatter")
+@rubric.test("test-reduce-scatter", names={
+    "lesson.reduce_scatter": "the reduce-scattered gradient",
+})
 def judge_reduce_scatter(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
@@ -398,7 +382,9 @@ def judge_lowered(e: Evidence):
     _programs(e)
 
 
-@rubric.test("test-quiz")
+@rubric.test("test-quiz", names={
+    "quiz.answer": "the multiple-choice answer",
+})
 def judge_quiz(e: Evidence):
     e.equal("quiz.answer", 2, mistakes={
         1: "a reduce-scatter followed by a gather of the full vector moves as many bytes as the all-reduce",

@@ -3,6 +3,7 @@ the ring payload and the transfer budget, against the ring formulas computed her
 import numpy as np
 
 from grader.submission.judge import Evidence, Mismatch, Mistake
+from grader.submission.references import Reference
 
 from .rubric_collectives import rubric
 
@@ -66,7 +67,9 @@ def _probe_log(e: Evidence, key: str, repeats: int):
     return samples, took
 
 
-@rubric.test("test-timing")
+@rubric.test("test-timing", names={
+    "timing.sample_count": "the number of samples by default",
+})
 def judge_timing(e: Evidence):
     e.equal("timing.sample_count", 7)
     probed = {delay: _probe_log(e, key, repeats) for key, repeats, delay in PROBES}
@@ -115,13 +118,21 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
     ]
 
 
-@rubric.test("test-payload")
+@rubric.test("test-payload", names={
+    "payload.lesson": "the payload at G = 32 bytes, p = 4",
+    "payload.hidden": "ring_payload at other sizes and rank counts",
+    "payload.budget_sizes": "ring_payload at the transfer budget's sizes",
+})
 def judge_payload(e: Evidence):
     e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
     for key, cases in [("payload.hidden", payload_cases(e.num_devices)), ("payload.budget_sizes",
                                                                           budget_sizes(e.num_devices))]:
-        e.close(key, [ring(size, ranks) for size, ranks in cases], rtol=1e-9, atol=1e-9,
-                mistakes=_payload_mistakes(cases, (len(cases), 2)))
+        e.check(key, PAYLOADS, (cases,), rtol=1e-9, atol=1e-9)
+
+
+#: ring_payload's (B_RS, B_AR) at each (size, ranks) of a list, with the mistakes named on them
+PAYLOADS = Reference(lambda cases: [ring(size, ranks) for size, ranks in cases],
+                     (lambda cases: _payload_mistakes(cases, (len(cases), 2)),))
 
 
 def budget_sizes(p: int) -> list[tuple[int, int]]:
@@ -190,7 +201,12 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
     return [[p, ar, 2 * rs, size / p] for p, (rs, ar) in zip(rank_counts, own)]
 
 
-@rubric.test("test-budget")
+@rubric.test("test-budget", names={
+    "budget.lesson": "the 1 MiB transfer budget",
+    "budget.hidden": "transfer_budget at another size and rank counts",
+    "budget.own_payloads": "the payloads of your ring_payload at the 1 MiB budget's sizes",
+    "budget.hidden.own_payloads": "the payloads of your ring_payload at another size and rank counts",
+})
 def judge_budget(e: Evidence):
     cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
              ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]

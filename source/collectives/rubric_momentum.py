@@ -78,7 +78,11 @@ def _momentum_on_devices(e: Evidence):
               HOST_ROUND_TRIP)
 
 
-@rubric.test("test-momentum")
+@rubric.test("test-momentum", names={
+    "momentum.new_v": "the new momentum",
+    "momentum.new_w": "the new weights",
+    "momentum.traceable": "whether momentum_step traces under jax.jit",
+})
 def judge_momentum(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
@@ -124,7 +128,18 @@ def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
     e.require(np.max(np.abs(label_only - expected)) > 0.01, "instructor error: reversal data too symmetric")
 
 
-@rubric.test("test-make-it-yours")
+@rubric.test("test-make-it-yours", names={
+    "yours.all_reduced": "the all-reduced gradient of the jointly reversed data",
+    "yours.gathered": "the gathered gradient of the jointly reversed data",
+    "yours.original_all_reduced": "all_gradient on the original order",
+    "yours.original_gathered": "gather(shard_gradient(...)) on the original order",
+    "yours.label_only": "the label-only reversal gradient",
+    "hidden.yours.all_reduced": "the all-reduced gradient of an unseen reversed batch",
+    "hidden.yours.gathered": "the gathered gradient of an unseen reversed batch",
+    "hidden.yours.original_all_reduced": "all_gradient on an unseen batch in its original order",
+    "hidden.yours.original_gathered": "gather(shard_gradient(...)) on an unseen batch in its original order",
+    "hidden.yours.label_only": "the label-only reversal gradient of an unseen batch",
+})
 def judge_make_it_yours(e: Evidence):
     x, y, w = data.collectives_batch()
     p = e.num_devices

@@ -13,32 +13,18 @@ import numpy as np
 from coursekit import data
 from coursekit.checks import HostCopy
 from grader.submission.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
+from grader.submission.references import Reference
 from grader.programs import Expect, Input, Program
 
 from . import rubric_cases as cases
 
 rubric = Rubric(names={
-    "example.global_mean": "the global mean of the two-shard example",
-    "example.mean_of_local_means": "the mean of local means of the two-shard example",
-    "lesson.local_gradients": "the four local mean gradients of the lesson batch",
-    "lesson.local_gradients_3_5": "the local mean gradients of the 3 + 5 split",
-    "lesson.equal": "the global gradient from four equal shards",
-    "lesson.weighted": "the global gradient from the 3 + 5 split",
-    "lesson.weighted_number": "weighted_gradient of (k,) local means (the two-shard example)",
     "lesson.masked_mean": "the global masked mean",
     "hidden.masked_mean": "the global masked mean of an unseen batch",
-    "lesson.sums": "the per-shard sums of the lesson batch",
-    "lesson.counts": "the per-shard valid-token counts of the lesson batch",
-    "lesson.means": "the per-shard local means of the lesson batch",
-    "lesson.combined": "the global mean from partial sums and counts",
-    "device.sums": "the per-device sums of valid losses",
-    "device.counts": "the per-device counts of valid tokens",
     "hidden.device.sums": "the per-device sums of valid losses of an unseen batch",
     "hidden.device.counts": "the per-device counts of valid tokens of an unseen batch",
-    "device.masked_mean": "the sharded masked mean",
     "hidden.device.masked_mean": "the sharded masked mean of an unseen batch",
     "hidden.device.full.masked_mean": "the sharded masked mean of an unseen batch without an empty device",
-    "hidden.device_count": "the number of devices",
 })
 
 LESSON_LOCALS_2222 = [[-2.0, 1.0], [-9.0, -1.0], [-6.0, 1.0], [-4.0, -4.0]]
@@ -104,6 +90,10 @@ def masked_mistakes(losses, mask, num_shards: int) -> list[Mistake]:
          if (nonzero := np.count_nonzero(np.where(mask, losses, 0.0))) and nonzero != mask.sum() else [])
 
 
+#: the global masked mean of (losses, mask), with the mistakes named on them (``devices``: the notebook's count)
+MASKED_MEAN = Reference(masked_mean, (lambda losses, mask, *, devices: masked_mistakes(losses, mask, devices),))
+
+
 NONZERO = ("it counts the non-zero losses, not the targets: a target predicted perfectly (a loss of 0) is still a "
            "valid token; count the positions where mask is True")
 
@@ -131,7 +121,10 @@ def local_means_close(e: Evidence, key: str, sums, counts, what: str) -> None:
               f"{what} does not match the host NumPy reference")
 
 
-@rubric.test("test-two-averages")
+@rubric.test("test-two-averages", names={
+    "example.global_mean": "the global mean of the two-shard example",
+    "example.mean_of_local_means": "the mean of local means of the two-shard example",
+})
 def judge_two_averages(e: Evidence):
     e.close("example.global_mean", 2.0, mistakes=[Mistake(2.5, "this is the mean of local means: the global "
                                                                 "mean weighs every example once")])
@@ -139,44 +132,64 @@ def judge_two_averages(e: Evidence):
                                                                        "local means weighs every shard once")])
     for count in shard_counts(e.num_devices):
         shards = cases.ragged(count)
-        global_mean, local = np.concatenate(shards).mean(), np.mean([s.mean() for s in shards])
-        e.close(f"hidden.{count}.global_mean", global_mean, what=f"the global mean of {count} unseen shard(s)",
-                mistakes=[Mistake(local, "this is the mean of local means: the global mean weighs every "
-                                         "example once"),
-                          *([Mistake(np.concatenate(shards).sum() / 4, f"it divides by 4 ({FOUR}), not by the "
-                                                                       "number of examples")] if count != 4 else [])])
-        e.close(f"hidden.{count}.mean_of_local_means", local,
-                what=f"the mean of local means of {count} unseen shard(s)",
-                mistakes=[*([Mistake(sum(s.mean() for s in shards) / 4, f"it divides by 4 ({FOUR}), not by the "
-                                                                        "number of shards")] if count != 4 else []),
-                          Mistake(global_mean, "this is the global mean: the mean of local means weighs every "
-                                               "shard once")])
+        e.check(f"hidden.{count}.global_mean", GLOBAL_MEAN, (shards,),
+                what=f"the global mean of {count} unseen shard(s)")
+        e.check(f"hidden.{count}.mean_of_local_means", MEAN_OF_LOCAL_MEANS, (shards,),
+                what=f"the mean of local means of {count} unseen shard(s)")
 
 
-@rubric.test("test-local-gradients")
+def _global_mean(shards):
+    return np.concatenate(shards).mean()
+
+
+def _mean_of_local_means(shards):
+    return np.mean([s.mean() for s in shards])
+
+
+def _divided_by_four(what: str, total):
+    """The sum divided by the lesson's 4 (a hard-coded shard count), on any other number of shards."""
+    return lambda shards: [Mistake(total(shards) / 4, f"it divides by 4 ({FOUR}), not by the {what}")] \
+        if len(shards) != 4 else []
+
+
+GLOBAL_MEAN = Reference(_global_mean, (
+    lambda shards: Mistake(_mean_of_local_means(shards), "this is the mean of local means: the global mean weighs "
+                                                         "every example once"),
+    _divided_by_four("number of examples", lambda shards: np.concatenate(shards).sum())))
+MEAN_OF_LOCAL_MEANS = Reference(_mean_of_local_means, (
+    _divided_by_four("number of shards", lambda shards: sum(s.mean() for s in shards)),
+    lambda shards: Mistake(_global_mean(shards), "this is the global mean: the mean of local means weighs every "
+                                                 "shard once")))
+
+
+@rubric.test("test-local-gradients", names={
+    "lesson.local_gradients": "the four local mean gradients of the lesson batch",
+    "lesson.local_gradients_3_5": "the local mean gradients of the 3 + 5 split",
+})
 def judge_local_gradients(e: Evidence):
     x, y = data.lesson_batch()
     w = np.zeros(2)
 
-    def mistakes(x, y, w, sizes):
-        found = [Mistake(block_gradients(x, y, w, sizes, divide_by=len(y)),
-                         "each block's gradient is divided by the global count N, not by its own count: a local "
-                         "mean gradient divides by the rows its block holds")]
-        if len(y) % len(sizes) == 0:
-            equal = [len(y) // len(sizes)] * len(sizes)
-            found.append(Mistake(block_gradients(x, y, w, equal), "the blocks ignore sizes: block i must hold "
-                                                                  "the next sizes[i] rows"))
-        return found
-
-    e.close("lesson.local_gradients", block_gradients(x, y, w, [2, 2, 2, 2]),
-            mistakes=mistakes(x, y, w, [2, 2, 2, 2]))
+    e.check("lesson.local_gradients", LOCAL_GRADIENTS, (x, y, w, [2, 2, 2, 2]))
     e.close("lesson.local_gradients", LESSON_LOCALS_2222)
-    e.close("lesson.local_gradients_3_5", block_gradients(x, y, w, [3, 5]), mistakes=mistakes(x, y, w, [3, 5]))
+    e.check("lesson.local_gradients_3_5", LOCAL_GRADIENTS, (x, y, w, [3, 5]))
     for count in shard_counts(e.num_devices):
-        hx, hy, hw, sizes = cases.local_gradient_batch(count)
-        e.close(f"hidden.{count}.local_gradients", block_gradients(hx, hy, hw, sizes), rtol=1e-5, atol=1e-6,
-                what=f"local mean gradients of {count} unequal block(s) of an unseen batch",
-                mistakes=mistakes(hx, hy, hw, sizes))
+        e.check(f"hidden.{count}.local_gradients", LOCAL_GRADIENTS, cases.local_gradient_batch(count), rtol=1e-5,
+                atol=1e-6, what=f"local mean gradients of {count} unequal block(s) of an unseen batch")
+
+
+def _block_mistakes(x, y, w, sizes) -> list[Mistake]:
+    found = [Mistake(block_gradients(x, y, w, sizes, divide_by=len(y)),
+                     "each block's gradient is divided by the global count N, not by its own count: a local "
+                     "mean gradient divides by the rows its block holds")]
+    if len(y) % len(sizes) == 0:
+        equal = [len(y) // len(sizes)] * len(sizes)
+        found.append(Mistake(block_gradients(x, y, w, equal), "the blocks ignore sizes: block i must hold "
+                                                              "the next sizes[i] rows"))
+    return found
+
+
+LOCAL_GRADIENTS = Reference(block_gradients, (_block_mistakes,))
 
 
 def _equal_mistakes(locals_) -> list[Mistake]:
@@ -193,14 +206,18 @@ def _wrong_axis(k: int, d: int) -> dict:
                   f"{d} gradient components"}
 
 
-@rubric.test("test-equal-shards")
+@rubric.test("test-equal-shards", names={
+    "lesson.equal": "the global gradient from four equal shards",
+})
 def judge_equal_shards(e: Evidence):
     e.close("lesson.equal", LESSON_GRADIENT, mistakes=_equal_mistakes(np.array(LESSON_LOCALS_2222)),
             shape_mistakes=_wrong_axis(4, 2))
     for count in shard_counts(e.num_devices):
-        locals_ = cases.equal_locals(count)
-        e.close(f"hidden.{count}.equal", locals_.sum(axis=0) / count, mistakes=_equal_mistakes(locals_),
+        e.check(f"hidden.{count}.equal", EQUAL, (cases.equal_locals(count),),
                 what=f"the combination of {count} unseen equal-shard means", shape_mistakes=_wrong_axis(count, 3))
+
+
+EQUAL = Reference(lambda locals_: locals_.sum(axis=0) / len(locals_), (_equal_mistakes,))
 
 
 def _weighted(locals_, sizes):
@@ -220,10 +237,14 @@ def _weighted_mistakes(locals_, sizes) -> list[Mistake]:
          if len(sizes) != 4 else [])
 
 
+WEIGHTED = Reference(_weighted, (_weighted_mistakes,))
 NUMBER_SHAPE = "the docstring promises a single number for (k,) local means: the code handles only (k, d) input"
 
 
-@rubric.test("test-unequal-shards")
+@rubric.test("test-unequal-shards", names={
+    "lesson.weighted": "the global gradient from the 3 + 5 split",
+    "lesson.weighted_number": "weighted_gradient of (k,) local means (the two-shard example)",
+})
 def judge_unequal_shards(e: Evidence):
     e.close("lesson.weighted", LESSON_GRADIENT, mistakes=_weighted_mistakes(LESSON_LOCALS_35, [3, 5]))
     e.close("lesson.weighted_number", 2.0, mistakes=_weighted_mistakes([1.0, 4.0], [2, 1]),
@@ -231,15 +252,13 @@ def judge_unequal_shards(e: Evidence):
     for count in shard_counts(e.num_devices):
         locals_ = cases.unequal_locals(count)
         sizes = np.arange(1, count + 1)
-        e.close(f"hidden.{count}.weighted", _weighted(locals_, sizes), mistakes=_weighted_mistakes(locals_, sizes),
+        e.check(f"hidden.{count}.weighted", WEIGHTED, (locals_, sizes),
                 what=f"the count-weighted combination of {count} unseen local means")
-        e.close(f"hidden.{count}.weighted_number", _weighted(locals_[:, 1], sizes),
-                mistakes=_weighted_mistakes(locals_[:, 1], sizes),
+        e.check(f"hidden.{count}.weighted_number", WEIGHTED, (locals_[:, 1], sizes),
                 what=f"the count-weighted combination of {count} unseen (k,) local means",
                 shape_mistakes={(count,): NUMBER_SHAPE, (count, count): NUMBER_SHAPE})
         if count > 1:
-            e.close(f"hidden.{count}.weighted_with_empty", _weighted(locals_, np.arange(count)),
-                    mistakes=_weighted_mistakes(locals_, np.arange(count)),
+            e.check(f"hidden.{count}.weighted_with_empty", WEIGHTED, (locals_, np.arange(count)),
                     what=f"the count-weighted combination of {count} unseen local means with an empty shard")
 
 
@@ -247,9 +266,8 @@ def judge_unequal_shards(e: Evidence):
 def judge_masked_mean(e: Evidence):
     p = e.num_devices
     losses, mask = data.masked_tokens(seed=0, num_shards=p)
-    e.close("lesson.masked_mean", masked_mean(losses, mask), mistakes=masked_mistakes(losses, mask, p))
-    hl, hm = cases.masked_tokens(p)
-    e.close("hidden.masked_mean", masked_mean(hl, hm), mistakes=masked_mistakes(hl, hm, p))
+    e.check("lesson.masked_mean", MASKED_MEAN, (losses, mask), devices=p)
+    e.check("hidden.masked_mean", MASKED_MEAN, cases.masked_tokens(p), devices=p)
 
 
 def _statistics(e: Evidence, prefix: str, losses, mask, shards: int, where: str):
@@ -264,7 +282,11 @@ def _statistics(e: Evidence, prefix: str, losses, mask, shards: int, where: str)
     local_means_close(e, f"{prefix}.means", sums, counts, what=f"the per-shard local means {where}")
 
 
-@rubric.test("test-shard-statistics")
+@rubric.test("test-shard-statistics", names={
+    "lesson.sums": "the per-shard sums of the lesson batch",
+    "lesson.counts": "the per-shard valid-token counts of the lesson batch",
+    "lesson.means": "the per-shard local means of the lesson batch",
+})
 def judge_shard_statistics(e: Evidence):
     p = e.num_devices
     _statistics(e, "lesson", *data.masked_tokens(seed=0, num_shards=p), p, "of the lesson batch")
@@ -283,12 +305,16 @@ def _combine_mistakes(sums, counts) -> list[Mistake]:
          if len(sums) != 4 else [])
 
 
-@rubric.test("test-combine")
+COMBINED = Reference(lambda sums, counts: sums.sum() / counts.sum(), (_combine_mistakes,))
+
+
+@rubric.test("test-combine", names={
+    "lesson.combined": "the global mean from partial sums and counts",
+})
 def judge_combine(e: Evidence):
     e.close("lesson.combined", 18.5 / 10, mistakes=_combine_mistakes([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
     for count in shard_counts(e.num_devices):
-        sums, counts = cases.partials(count)
-        e.close(f"hidden.{count}.combined", sums.sum() / counts.sum(), mistakes=_combine_mistakes(sums, counts),
+        e.check(f"hidden.{count}.combined", COMBINED, cases.partials(count),
                 what=f"the global mean from {count} unseen partial(s)")
 
 
@@ -302,7 +328,10 @@ def nonzero_counts(losses, mask, shards: int):
     return np.count_nonzero(np.where(mask, losses, 0.0).reshape(shards, -1), axis=1).astype(np.float64)
 
 
-@rubric.test("test-device-partials")
+@rubric.test("test-device-partials", names={
+    "device.sums": "the per-device sums of valid losses",
+    "device.counts": "the per-device counts of valid tokens",
+})
 def judge_device_partials(e: Evidence):
     p = e.num_devices
     for prefix, (losses, mask) in _partials_cases(p):
@@ -350,7 +379,10 @@ def programs_shard_map(p: int):
                                                Input(mask.shape, ("data", None), "bool")), expect=PSUM_IN_ONE_REGION)]
 
 
-@rubric.test("test-shard-map")
+@rubric.test("test-shard-map", names={
+    "device.masked_mean": "the sharded masked mean",
+    "hidden.device_count": "the number of devices",
+})
 def judge_shard_map(e: Evidence):
     p = e.num_devices
     judged = [("device", data.masked_tokens(seed=0, num_shards=p), p)]
@@ -385,14 +417,15 @@ def judge_shard_map(e: Evidence):
         e.shard_shapes(key, (), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
     e.require(e.number("hidden.device_count") == p, f"the notebook should use all {p} devices")
-    e.require(e.number("hidden.host_round_trip", what="the host transfers of your sharded masked mean") == HostCopy.NONE,
+    e.require(e.number("hidden.host_round_trip",
+                       what="the host transfers of your sharded masked mean") == HostCopy.NONE,
               HOST_ROUND_TRIP)
     # The program itself, exported by the kernel and run by the grader on tokens it drew.
     what = "your sharded masked mean, run by the grader on tokens it drew"
     run = e.program_expected("program.masked_mean", what=what)  # PSUM_IN_ONE_REGION
     losses, mask = run.inputs
-    e.program_close("program.masked_mean", 0, masked_mean(losses, mask), rtol=1e-5, what=what,
-                    mistakes=masked_mistakes(losses, mask, p))  # (the grader's draws have no loss of exactly 0)
+    e.program_check("program.masked_mean", 0, MASKED_MEAN, (losses, mask), rtol=1e-5, what=what,
+                    devices=p)  # (the grader's draws have no loss of exactly 0)
 
 
 # Each function the tests call with the caller's arrays is charged at its own test if it writes into them.

@@ -15,44 +15,12 @@ from coursekit import data
 from coursekit.checks import Dispatch, HostCopy
 from coursekit.meshes import sub_mesh_sizes
 from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, denominator_mistakes, keeps_inputs
+from grader.submission.references import Reference
 from grader.programs import Expect, Input, Program
 
 from . import rubric_cases as cases
 
-rubric = Rubric(names={
-    "lesson.loss": "the initial loss",
-    "lesson.gradient": "the gradient at w = 0",
-    "hidden.loss": "the loss on an unseen batch",
-    "hidden.gradient": "the gradient on an unseen batch",
-    "lesson.new_w": "the weights after one step",
-    "lesson.step_gradient": "the gradient your step returned",
-    "hidden.new_w": "the new weights on an unseen batch at another learning rate",
-    "hidden.step_gradient": "the gradient your step returned on an unseen batch",
-    "lesson.new_w.shards": "the new weights",
-    "lesson.loss.shards": "the loss",
-    "lesson.gradient.shards": "the gradient",
-    "hidden.placed.new_w": "the new weights on an unseen batch",
-    "hidden.placed.loss": "the loss on an unseen batch",
-    "hidden.placed.gradient": "the gradient on an unseen batch",
-    "hidden.device_count": "the number of devices",
-    "hidden.one_program": "how your training step runs",
-    "lesson.trajectory": "ten steps on the lesson batch",
-    "hidden.trajectory": "ten steps on an unseen batch",
-    "transfer.sharded": "transfer_step's sharded weights",
-    "transfer.own_step": "one step of your make_train_step on the new labels",
-    "transfer.host": "transfer_step's host weights",
-    "transfer.other.sharded": "transfer_step's sharded weights for another target",
-    "transfer.other.given_rate": "the learning rate transfer_step gave make_train_step for another target",
-    "transfer.other.given_start": "the start transfer_step gave its step for another target",
-    "transfer.other.given_labels": "the labels transfer_step gave its step for another target",
-    "transfer.other.own_step": "your make_train_step inside transfer_step",
-    "transfer.other.own_gradient": "the gradient of your make_train_step inside transfer_step",
-    "transfer.other.host": "transfer_step's host weights for another target",
-    "quiz.answer": "the multiple-choice answer",
-    "program.step": "your jitted training step, run by the grader on a batch it drew",
-    "program.step_0.37": "your make_train_step(0.37), run by the grader on a batch it drew",
-    "program.placed": "your jitted training step's shardings",
-}, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
+rubric = Rubric(after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
 
 
 def step_inputs(batch) -> tuple[Input, ...]:
@@ -97,10 +65,8 @@ def _program_output(e: Evidence, key: str, which: str, mesh: int | None = None):
     where = f" on a mesh of {mesh} device(s)" if mesh else ""
     run = e.program(key, what=f"your training step{where}")
     w, x, y = (a.astype(np.float64) for a in run.inputs)
-    p = mesh or e.num_devices
-    e.program_close(key, 1 if which == "loss" else 2, loss(x, y, w) if which == "loss" else gradient(x, y, w),
-                    what=f"the {which} of your training step{where}, on a batch the grader drew",
-                    mistakes=mistakes_of(which, x, y, w, p, mesh))
+    e.program_check(key, 1 if which == "loss" else 2, REFERENCES[which], (x, y, w), devices=mesh or e.num_devices,
+                    mesh=mesh, what=f"the {which} of your training step{where}, on a batch the grader drew")
 
 
 def gradient(x, y, w):
@@ -127,24 +93,39 @@ def elementwise(x, y, w, which: str):
     return float(np.mean(residual**2)) if which == "loss" else 2 * np.sum(x * residual, axis=0) / residual.size
 
 
-def mistakes_of(which: str, x, y, w, p: int, mesh: int | None = None) -> list[Mistake]:
-    """The named mistakes of a loss or gradient on one batch. Where two of them give the same value on it (at w = 0
-    with two features, the elementwise product halves the gradient exactly as a missing factor 2 does), neither is
-    named there (``diagnose``): the message says what differs, and another batch tells them apart."""
-    reference = loss(x, y, w) if which == "loss" else gradient(x, y, w)
-    named = denominator_mistakes(reference, devices=p, count=len(y), mesh=mesh, derivative=which != "loss",
-                                 **({"what": "loss"} if which == "loss" else {}))
-    return named + [Mistake(elementwise(x, y, w, which), ELEMENTWISE)]
+def _denominators(which: str):
+    """The lessons' wrong denominators of a loss or gradient on a batch (x, y, w), on ``devices`` devices."""
+    def named(x, y, w, *, devices: int, mesh: int | None = None) -> list[Mistake]:
+        return denominator_mistakes(REFERENCES[which](x, y, w), devices=devices, count=len(y), mesh=mesh,
+                                    derivative=which != "loss", **({"what": "loss"} if which == "loss" else {}))
+    return named
+
+
+def _elementwise(which: str):
+    return lambda x, y, w, **_: Mistake(elementwise(x, y, w, which), ELEMENTWISE)
+
+
+#: the loss and the gradient of a batch (x, y, w), each with its named mistakes. Where two of them give the same
+#: value on a batch (at w = 0 with two features, the elementwise product halves the gradient exactly as a missing
+#: factor 2 does), neither is named there (``diagnose``): the message says what differs, and another batch tells
+#: them apart.
+REFERENCES = {"loss": Reference(loss, (_denominators("loss"), _elementwise("loss"))),
+              "gradient": Reference(gradient, (_denominators("gradient"), _elementwise("gradient")))}
 
 
 def _close(e: Evidence, prefix: str, which: str, x, y, w, *, rtol: float, atol: float):
     """The recorded loss or gradient of one batch against the host reference, with the lesson's named mistakes."""
-    reference = loss(x, y, w) if which == "loss" else gradient(x, y, w)
-    e.close(f"{prefix}{which}", reference, rtol=rtol, atol=atol, what=e.names.get(f"{prefix}{which}", f"the {which}"),
-            mistakes=mistakes_of(which, x, y, w, e.num_devices))
+    e.check(f"{prefix}{which}", REFERENCES[which], (x, y, w), rtol=rtol, atol=atol,
+            what=e.names.get(f"{prefix}{which}", f"the {which}"), devices=e.num_devices)
 
 
-@rubric.test("test-loss-and-gradient")
+@rubric.test("test-loss-and-gradient", names={
+    "lesson.loss": "the initial loss",
+    "lesson.gradient": "the gradient at w = 0",
+    "hidden.loss": "the loss on an unseen batch",
+    "hidden.gradient": "the gradient on an unseen batch",
+    "program.step": "your jitted training step, run by the grader on a batch it drew",
+})
 def judge_loss_and_gradient(e: Evidence):
     """Two skills, judged apart (the cell's 3 points): the loss (1) and the gradient (2). Each is checked on the
     lesson batch, in the step's program itself on a batch the grader draws, and in the programs make_train_step
@@ -226,7 +207,13 @@ def _rate_mistakes(start, own, actual, rate: float, rtol: float, atol: float) ->
     return mistakes
 
 
-@rubric.test("test-update")
+@rubric.test("test-update", names={
+    "lesson.new_w": "the weights after one step",
+    "lesson.step_gradient": "the gradient your step returned",
+    "hidden.new_w": "the new weights on an unseen batch at another learning rate",
+    "hidden.step_gradient": "the gradient your step returned on an unseen batch",
+    "program.step_0.37": "your make_train_step(0.37), run by the grader on a batch it drew",
+})
 def judge_update(e: Evidence):
     x, y, w = lesson()
     _update(e, "lesson.new_w", "lesson.step_gradient", w, 0.1, rtol=1e-6, atol=1e-6, data=(x, y, w))
@@ -271,7 +258,17 @@ def _step_on_devices(e: Evidence):
               "operations inside the jitted step, where each device works on its own rows")
 
 
-@rubric.test("test-placement")
+@rubric.test("test-placement", names={
+    "lesson.new_w.shards": "the new weights",
+    "lesson.loss.shards": "the loss",
+    "lesson.gradient.shards": "the gradient",
+    "hidden.placed.new_w": "the new weights on an unseen batch",
+    "hidden.placed.loss": "the loss on an unseen batch",
+    "hidden.placed.gradient": "the gradient on an unseen batch",
+    "hidden.device_count": "the number of devices",
+    "hidden.one_program": "how your training step runs",
+    "program.placed": "your jitted training step's shardings",
+})
 def judge_placement(e: Evidence):
     p = e.num_devices
     hx, hy, hw = cases.placement_batch(p)
@@ -318,7 +315,10 @@ def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
               "gradient test)")
 
 
-@rubric.test("test-ten-steps")
+@rubric.test("test-ten-steps", names={
+    "lesson.trajectory": "ten steps on the lesson batch",
+    "hidden.trajectory": "ten steps on an unseen batch",
+})
 def judge_ten_steps(e: Evidence):
     x, y, w = lesson()  # the visible record first: Validate judges it, then stops at the hidden one
     _follows_first_step(e, "lesson.trajectory", x, y, w)
@@ -381,7 +381,18 @@ def _given_to_the_step(e: Evidence, target, start, rate) -> None:
               "called with")
 
 
-@rubric.test("test-transfer")
+@rubric.test("test-transfer", names={
+    "transfer.sharded": "transfer_step's sharded weights",
+    "transfer.own_step": "one step of your make_train_step on the new labels",
+    "transfer.host": "transfer_step's host weights",
+    "transfer.other.sharded": "transfer_step's sharded weights for another target",
+    "transfer.other.given_rate": "the learning rate transfer_step gave make_train_step for another target",
+    "transfer.other.given_start": "the start transfer_step gave its step for another target",
+    "transfer.other.given_labels": "the labels transfer_step gave its step for another target",
+    "transfer.other.own_step": "your make_train_step inside transfer_step",
+    "transfer.other.own_gradient": "the gradient of your make_train_step inside transfer_step",
+    "transfer.other.host": "transfer_step's host weights for another target",
+})
 def judge_transfer(e: Evidence):
     p = e.num_devices
     expected = _transfer([-1.0, 3.0], [0.2, -0.1], 0.05)
@@ -442,7 +453,9 @@ def _placed_as_the_step(e: Evidence, key: str, own_key: str) -> None:
         e.shard_shapes(key, (2,), devices=len(own_step.shards))
 
 
-@rubric.test("test-quiz")
+@rubric.test("test-quiz", names={
+    "quiz.answer": "the multiple-choice answer",
+})
 def judge_quiz(e: Evidence):
     e.equal("quiz.answer", 2, mistakes={
         1: "summing four local means gives four times the global mean gradient",
@@ -451,4 +464,5 @@ def judge_quiz(e: Evidence):
 
 
 # A function the tests call with the caller's arrays is charged at its own test if it writes into them.
-keeps_inputs(rubric, "test-transfer", "inputs.transfer_step", "transfer_step", ["true_weights", "start", "learning_rate"])
+keeps_inputs(rubric, "test-transfer", "inputs.transfer_step", "transfer_step",
+             ["true_weights", "start", "learning_rate"])

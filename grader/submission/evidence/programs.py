@@ -9,6 +9,7 @@ from grader.programs import Expect, Program, ProgramRun
 from grader.programs.expectations import words
 from grader.submission.evidence.reading import Records
 from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape, simple_ratio
+from grader.submission.references import Reference
 
 # An HLO sharding as XLA prints a plain one ({replicated}, {devices=[4,1]<=[4]}); anything longer or with other
 # characters (metadata holds any text) is the program's own text and is not quoted.
@@ -91,3 +92,10 @@ class ProgramChecks(Records):
             ratio = None if said else simple_ratio(actual, expected)
             raise Mismatch(f"{name}: wrong on inputs it had not seen" + (
                 f": {said}" if said else f": it is {ratio} the reference" if ratio else ""), named=said is not None)
+
+    def program_check(self, key: str, index: int, reference: Reference, case: tuple, *, rtol: float = 1e-4,
+                      atol: float = 1e-5, what: str | None = None, **context) -> None:
+        """``program_close``: output ``index`` of the program's run against ``reference`` on ``case`` (built by the
+        judge from ``run.inputs``), with the mistakes it names there."""
+        expected, mistakes = reference.on(*case, **context)
+        self.program_close(key, index, expected, rtol=rtol, atol=atol, what=what, mistakes=mistakes)

@@ -5,6 +5,7 @@ import numpy as np
 
 from grader.submission.evidence.reading import Records
 from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape, simple_ratio
+from grader.submission.references import Reference
 
 
 class ValueChecks(Records):
@@ -21,6 +22,14 @@ class ValueChecks(Records):
                            + (f": {hint}" if hint else f": it is {ratio} the reference" if ratio else ""),
                            named=hint is not None)
         return actual
+
+    def check(self, key: str, reference: Reference, case: tuple, *, rtol: float = 1e-5, atol: float = 1e-6,
+              what: str | None = None, shape_mistakes: dict[tuple, str] | None = None, **context) -> np.ndarray:
+        """``close``: the value recorded under ``key`` against ``reference`` on ``case``, with the mistakes it names
+        on that case (``context``, such as ``devices=p``, is passed to the mistakes)."""
+        expected, mistakes = reference.on(*case, **context)
+        return self.close(key, expected, rtol=rtol, atol=atol, what=what, mistakes=mistakes,
+                          shape_mistakes=shape_mistakes)
 
     def close_to_any(self, key: str, candidates: list, *, rtol: float = 1e-5, atol: float = 1e-6,
                      what: str | None = None, mistakes: list[Mistake] | None = None,
