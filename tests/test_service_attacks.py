@@ -11,9 +11,12 @@ import getpass
 import io
 import json
 import os
+import shutil
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -319,3 +322,48 @@ def test_a_folder_the_service_cannot_decide_does_not_stop_the_others(tmp_path, m
         service.scan()
     assert "No space left on device" in log.getvalue()
     assert len(service.pool.tasks) == 1 and {first.name, second.name} <= service.known
+
+
+LEARNER_UIDS = (61901, 61902)  # two accounts of their own (no name needed): the victim and the attacker
+PLAIN_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable  # one every account may run
+
+RENAME = """
+import os, sys
+inbound, victim = sys.argv[1], sys.argv[2]
+try:
+    os.rename(os.path.join(inbound, victim), os.path.join(inbound, "moved-away"))
+    os.mkdir(os.path.join(inbound, victim))  # and a folder of the attacker's own under the victim's name
+    print("REPLACED")
+except OSError as error:
+    print("REFUSED", type(error).__name__)
+"""
+
+
+def test_a_learner_cannot_replace_another_learners_submission_folder(tmp_path):
+    """Learners may create folders in ``inbound`` but not list it; one who learns another's folder name (it is the
+    learner's id, the assignment, a time and a random string) could, without the sticky bit, rename it away and
+    put a folder of their own under that name: the grader would then grade the attacker's notebook as the victim's.
+    Each learner runs as an account of their own here, as on the hub."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to act as two accounts")
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        exchange.prepare(base / "exchange", "course")
+        inbound = base / "exchange" / "course" / "inbound"
+        victim, attacker = LEARNER_UIDS
+        name = "ada+sharded_step+2026-12-06 12:00:00.000000 UTC+AbCdEfGh"
+        made = subprocess.run([PLAIN_PYTHON, "-c", "import os, sys; os.mkdir(sys.argv[1])", str(inbound / name)],
+                              user=victim, capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        done = subprocess.run([PLAIN_PYTHON, "-c", RENAME, str(inbound), name], user=attacker,
+                              capture_output=True, text=True, timeout=60)
+        assert "REFUSED PermissionError" in done.stdout, done.stdout + done.stderr
+        assert os.stat(inbound / name).st_uid == victim and not (inbound / "moved-away").exists()
+        assert os.stat(inbound).st_mode & stat.S_ISVTX  # the sticky bit is why
+        # the learners themselves still submit: the victim may replace a folder of their own
+        own = subprocess.run([PLAIN_PYTHON, "-c", RENAME, str(inbound), name], user=victim,
+                             capture_output=True, text=True, timeout=60)
+        assert "REPLACED" in own.stdout, own.stdout + own.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -246,8 +246,10 @@ def exchange_folders(paths: Paths) -> None:
     graders = grp.getgrnam(accounts.GRADERS).gr_gid
     course = paths.exchange / COURSE_ID
     # feedback: search only for learners (nbgrader's release_feedback mode): each fetches their page by its hashed
-    # name and none lists the others' pages, which carry the learner's name, score and outputs.
-    for folder, mode in ((course, 0o2775), (course / "inbound", 0o2773), (course / "feedback", 0o2771)):
+    # name and none lists the others' pages, which carry the learner's name, score and outputs. inbound: learners
+    # create their submission folders and none lists them; the sticky bit keeps a learner who learns another's
+    # folder name from renaming or removing it (and putting a folder of their own under that name).
+    for folder, mode in ((course, 0o2775), (course / "inbound", 0o3773), (course / "feedback", 0o2771)):
         if folder.is_symlink() or (folder.exists() and (not folder.is_dir() or folder.lstat().st_uid != 0)):
             raise HubRefused(f"{folder} is not a folder of root's (someone else made it): remove it and start again")
         folder.mkdir(exist_ok=True)

@@ -105,6 +105,8 @@ def prepare(exchange: Path, course_id: str) -> None:
     if not (course / "inbound").exists():
         (course / "inbound").mkdir()
         os.chmod(course / "inbound", 0o733)  # as nbgrader's release_assignment makes it: learners write, none lists
+    # and sticky, whoever made it: only a submission's owner (or the grader) may rename or remove its folder
+    os.chmod(course / "inbound", stat.S_IMODE(os.lstat(course / "inbound").st_mode) | stat.S_ISVTX)
     _own_folder(course / "feedback")
     if not (course / "feedback").exists():
         (course / "feedback").mkdir()
