@@ -41,13 +41,17 @@ def class_counts(submitted: Path) -> dict[str, int]:
 
 
 def scripts(course, assignments, folder: Path, log: Path) -> dict[str, Path]:
-    """Each instructor notebook converted once to a plain script (``python -m nbconvert --to python``)."""
+    """Each instructor notebook converted once to a plain script (``python -m nbconvert --to python``), beside its
+    hidden cases (``rubric_cases.py``, which its hidden tests import; the script's folder is on its path)."""
     found = {}
     for assignment in assignments:
         out = folder / assignment
         out.mkdir(parents=True, exist_ok=True)
         timed([python(), "-m", "nbconvert", "--to", "python", str(course.source_notebook(assignment)),
                "--output-dir", str(out)], log, cwd=out)
+        cases = course.source / assignment / "rubric_cases.py"
+        if cases.is_file():
+            shutil.copy(cases, out / cases.name)
         found[assignment] = out / f"{assignment}.py"
     return found
 
@@ -85,7 +89,8 @@ def run_one(assignment: str, script: str) -> dict:
     folder = tempfile.mkdtemp(prefix="floor-")
     try:
         started = time.monotonic()
-        process = subprocess.Popen([python(), script], cwd=folder, env=environment(), stdin=subprocess.DEVNULL,
+        env = {**environment(), "PYTHONPATH": str(Path(script).parent)}  # its hidden cases, beside it
+        process = subprocess.Popen([python(), script], cwd=folder, env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         errors = process.stderr.read()
         _, status, usage = os.wait4(process.pid, 0)

@@ -43,6 +43,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,8 @@ def floor_scripts(course: Course, work: Path, log: Path) -> tuple[Run, Run]:
         folder.mkdir(parents=True)
         timed([python(), "-m", "nbconvert", "--to", "python", str(course.source_notebook(assignment)),
                "--output-dir", str(folder)], log, cwd=folder)
+        if (cases := course.source / assignment / "rubric_cases.py").is_file():
+            shutil.copy(cases, folder / cases.name)  # the hidden tests import their cases, beside the script
         command = [python(), str(folder / f"{assignment}.py")]
         measured(first, assignment, command, log, cwd=folder)
         second = Run("", 1)

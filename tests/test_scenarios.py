@@ -71,10 +71,11 @@ def hidden_secrets(course) -> tuple[set[str], set[str]]:
         blocks = [block for cell in nbformat.read(course.source_notebook(assignment), as_version=4).cells
                   for block in HIDDEN.findall(cell.source)]
         cases = course.hidden_cases(assignment)
-        for block in blocks + ([cases] if cases else []):
-            lines |= {line.strip() for line in block.splitlines() if len(line.strip()) > 12 and
-                      not line.strip().startswith(('"""', "#"))} - visible
+        for block in blocks:
+            lines |= {line.strip() for line in block.splitlines() if len(line.strip()) > 12} - visible
             seeds |= set(re.findall(r"seed=(\d+)", block))
+        lines |= {line.strip() for line in (cases or "").splitlines() if len(line.strip()) > 12  # the module's code
+                  and not line.strip().startswith(('"""', "#", "from ", "import "))} - visible
         seeds |= set(re.findall(r"\b(9[01]\d{3})\b", cases or ""))  # the cases' base seeds (90301 + size, ...)
     return lines, seeds
 
