@@ -215,8 +215,11 @@ def cmd_report(args) -> int:
     if args.html:
         from grader.classroom import class_data, class_page
 
+        from grader.classroom import similarity
+
         summary = class_data.summarize(results, manual, late)  # results/, read once: grading times included
-        print(f"class report: {class_page.write(summary, args.out)}")
+        similar = similarity.find(args.out, Course.default())  # the learners' own code, from autograded/
+        print(f"class report: {class_page.write(summary, args.out, similar=similar)}")
     return 0
 
 

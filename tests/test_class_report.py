@@ -94,6 +94,12 @@ def test_the_report_of_the_class_with_every_status_counts_what_results_json_says
     with open(out / "class-report" / "statuses.csv", newline="") as handle:
         flagged = Counter(row["status"] for row in csv.DictReader(handle))
     assert {s: n for s, n in flagged.items() if s != "graded"} == {s: n for s, n in statuses.items() if s != "graded"}
+    # Similar answers (issue #45): the demo learners' own code shares nothing that is listed; the corpus's learners,
+    # who make the same few mistakes on the same solution, may be listed, and every one listed is in the table
+    with open(out / "class-report" / "similar.csv", newline="") as handle:
+        similar = list(csv.DictReader(handle))
+    assert not [r for r in similar if r["student"].startswith("sample-") and r["other_student"].startswith("sample-")]
+    assert len(_table(seen, "notebook", "learner")) == min(len(similar), class_page.MAX_PAIRS)
 
 
 def test_the_report_of_the_sample_class(graded, tmp_path):
@@ -160,3 +166,73 @@ def test_before_the_first_report_the_link_finds_a_page_that_says_how_to_make_one
     class_page.write(class_data.summarize(_hostile_class(tmp_path, 4)), tmp_path)
     report = page.read_text()
     assert class_page.placeholder(tmp_path) is None and page.read_text() == report  # a report is never replaced
+
+
+ORIGINAL = '''def two_averages(shards):
+    every_value = np.concatenate(shards)
+    weighted = float(every_value.sum() / every_value.size)
+    per_shard = []
+    for shard in shards:
+        per_shard.append(float(shard.sum() / shard.size))
+    unweighted = float(sum(per_shard) / len(per_shard))
+    print("checking", len(shards), "shards:", weighted, unweighted)
+    return weighted, unweighted
+'''
+RENAMED = ORIGINAL.replace("every_value", "values").replace("weighted", "g").replace("per_shard", "locals_") \
+    .replace("unweighted", "m").replace("shard", "block")
+OTHER = '''def two_averages(shards):
+    counts = [len(s) for s in shards]
+    sums = [float(np.sum(s)) for s in shards]
+    if not counts or min(counts) == 0:
+        raise ValueError("every shard needs a value")
+    return sum(sums) / sum(counts), float(np.mean([t / c for t, c in zip(sums, counts)]))
+'''
+PLANTED = {"original": ORIGINAL, "copier": ORIGINAL, "renamer": RENAMED, "other": OTHER,
+           "blank-1": None, "blank-2": None, "solution-1": "solution", "solution-2": "solution",
+           HOSTILE[0]: ORIGINAL.replace('"checking"', '"</pre><script>alert(1)</script>"')}
+
+
+def _planted_class(out: Path, course) -> None:
+    """Autograded notebooks of local_mean_diagnosis whose first answer cell each learner wrote as ``PLANTED`` says
+    (None: the released TODO, "solution": the instructor's)."""
+    import nbformat
+
+    from grader import cells
+
+    solution = {cells.grade_id(c): c.source for c in course.read_source("local_mean_diagnosis").cells}
+    for student, code in PLANTED.items():
+        nb = course.read_release("local_mean_diagnosis")
+        for cell in nb.cells:
+            if cells.grade_id(cell) == "two-averages" and code is not None:
+                cell.source = solution["two-averages"] if code == "solution" else code
+            elif cells.is_solution(cell) and cell.cell_type == "code":
+                cell.source = solution[cells.grade_id(cell)]  # the other answers: the solution's, shared by all
+        folder = out / "autograded" / student / "local_mean_diagnosis"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / "local_mean_diagnosis.ipynb")
+
+
+def test_similar_answers_list_planted_copies_and_nothing_else(tmp_path):
+    """Issue #45: identical code, and the same code with every name changed, are listed; the solution, blank
+    notebooks and independent code are not; the code is shown as text, side by side, the shared passages marked."""
+    from grader.classroom import similarity
+    from grader.layout import Course
+
+    course = Course.default()
+    _planted_class(tmp_path, course)
+    pairs = similarity.find(tmp_path, course)
+    found = {frozenset((p.first.student, p.second.student)): p for p in pairs}
+    assert set(found) == {frozenset(pair) for pair in [("original", "copier"), ("original", "renamer"),
+                                                      ("copier", "renamer"), ("original", HOSTILE[0]),
+                                                      ("copier", HOSTILE[0]), ("renamer", HOSTILE[0])]}
+    assert found[frozenset(("original", "copier"))].identical and not found[frozenset(("original", "renamer"))].identical
+    assert all(min(p.shares) >= similarity.THRESHOLD for p in pairs)
+    _hostile_class(tmp_path, 4)
+    index = class_page.write(class_data.summarize(Gradebook(tmp_path).all_results()), tmp_path, similar=pairs)
+    text = index.read_text()
+    assert "A reason to look, never a verdict" in text and "<script>" not in text and "&lt;/pre&gt;&lt;script&gt;" in text
+    assert text.count("<details class='pair'>") == len(pairs) and "<mark>" in text
+    with open(tmp_path / "class-report" / "similar.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(pairs) and {r["identical"] for r in rows} == {"yes", "no"}
+    assert sum(HOSTILE[0] in (r["student"], r["other_student"]) for r in rows) == 3  # ids as the text they are

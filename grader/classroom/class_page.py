@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader.classroom.class_data import ClassSummary, NotebookScores, tables
+from grader.classroom.similarity import THRESHOLD, Pair
 from grader.submission.gradebook import Gradebook, atomic_write
 
 FOLDER = "class-report"
@@ -34,7 +35,10 @@ vertical-align:top}th{background:#f5f5f5}td.n{text-align:right;font-variant-nume
 .cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:.5em 1em}
 .card b{font-size:1.5em;display:block}details{margin:.2em 0}summary{cursor:pointer}
 .bad{color:#a40000}.note{color:#555;font-size:.92em}img.plot{max-width:100%}meter{width:8em}
+.side{display:flex;gap:1em}.side>div{flex:1;min-width:0}.side pre{overflow-x:auto;background:#f8f8f8;padding:.5em;
+font-size:.85em}mark{background:#ffe08a;color:#222}
 """
+MAX_PAIRS = 100
 
 
 def _e(value) -> str:
@@ -95,8 +99,9 @@ def _table(header: list[str], rows: list[list[str]], numeric: set[int] = frozens
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(summary: ClassSummary, *, title: str = "Class report") -> str:
-    """The report as HTML text; its links are relative to ``{out}/class-report/``."""
+def page(summary: ClassSummary, *, title: str = "Class report", similar: list[Pair] | None = None) -> str:
+    """The report as HTML text; its links are relative to ``{out}/class-report/``. ``similar``: the pairs of
+    learners whose own code is identical or very similar (``grader.classroom.similarity``); None: not looked for."""
     statuses = summary.statuses
     graded = statuses.get("graded", 0)
     cards = [("learners", summary.learners), ("notebooks", summary.results), ("graded", graded),
@@ -134,6 +139,8 @@ def page(summary: ClassSummary, *, title: str = "Class report") -> str:
                                          [[str(len(m.learners)), _e(m.assignment), _e(m.grade_id),
                                            _names(m.learners, "mistakes.csv")] for m in summary.unreached], {0})
                   + "</details>"]
+    if similar is not None:
+        parts += _similar(similar)
     by_status: dict[str, list] = {}
     for f in summary.flagged:
         by_status.setdefault(f.status, []).append(f)
@@ -160,6 +167,43 @@ def page(summary: ClassSummary, *, title: str = "Class report") -> str:
             f"<style>{STYLE}</style></head><body><main>" + "\n".join(parts) + "</main></body></html>")
 
 
+def _similar(pairs: list[Pair], shown: int = MAX_PAIRS) -> list[str]:
+    """The similar-answers section: a note that it is a reason to look, then each pair folded, the two learners'
+    own code side by side with the shared passages marked (every character of it escaped)."""
+    parts = ["<h2 id='similar'>Similar answers</h2>",
+             "<p class='note'>Learners whose own code in an assignment (their answer cells and the cells they added; "
+             "the course's given code and the solution left out) is identical, or shares at least "
+             f"{100 * THRESHOLD:.0f}% of one of them with the other (copydetect's fingerprints: names and "
+             "layout do not matter). <b>A reason to look, never a verdict</b>: short answers can coincide, and a "
+             "shared passage does not say who wrote it. Identical code ran once in the grader, for both.</p>"]
+    if not pairs:
+        return parts + ["<p>No two learners' own code is identical or this similar.</p>"]
+    rows = [[_e(p.assignment), _links(p.first.student, p.assignment, p.first.notebook),
+             _links(p.second.student, p.assignment, p.second.notebook),
+             "identical" if p.identical else f"{100 * p.shares[0]:.0f}% / {100 * p.shares[1]:.0f}%"] for p in pairs]
+    parts.append(f"<details><summary>{len(pairs)} pair(s)</summary>"
+                 + _table(["notebook", "learner", "learner", "shared"], rows[:shown])
+                 + (f"<p>… and {len(pairs) - shown} more in <a href='similar.csv'>similar.csv</a></p>"
+                    if len(pairs) > shown else "") + "</details>")
+    for p in pairs[:shown]:
+        columns = "".join(f"<div><b>{_e(code.student)}</b><pre>{_marked(code.text, spans)}</pre></div>"
+                          for code, spans in zip((p.first, p.second), p.marked))
+        parts.append(f"<details class='pair'><summary>{_e(p.first.student)} and {_e(p.second.student)} · "
+                     f"{_e(p.assignment)}</summary><div class='side'>{columns}</div></details>")
+    return parts
+
+
+def _marked(text: str, spans) -> str:
+    """``text`` escaped, the character ranges ``spans`` in <mark>."""
+    out, at = [], 0
+    for start, end in sorted((max(0, int(s)), min(len(text), int(e))) for s, e in spans):
+        if start < at or start >= end:
+            continue
+        out += [_e(text[at:start]), "<mark>", _e(text[start:end]), "</mark>"]
+        at = end
+    return "".join(out) + _e(text[at:])
+
+
 def _csv(header: list[str], rows: list[list]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -169,14 +213,21 @@ def _csv(header: list[str], rows: list[list]) -> str:
     return buffer.getvalue()
 
 
-def write(summary: ClassSummary, out: Path, *, title: str = "Class report") -> Path:
-    """Write ``{out}/class-report/index.html`` and its CSV tables; return the page's path."""
+def write(summary: ClassSummary, out: Path, *, title: str = "Class report",
+          similar: list[Pair] | None = None) -> Path:
+    """Write ``{out}/class-report/index.html`` and its CSV tables (``similar.csv``: every similar pair); return the
+    page's path."""
     folder = out / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     for name, (header, rows) in tables(summary).items():
         atomic_write(folder / name, _csv(header, rows))
+    if similar is not None:
+        atomic_write(folder / "similar.csv", _csv(
+            ["assignment", "student", "other_student", "identical", "share", "other_share"],
+            [[p.assignment, p.first.student, p.second.student, "yes" if p.identical else "no", round(p.shares[0], 3),
+              round(p.shares[1], 3)] for p in similar]))
     index = folder / "index.html"
-    atomic_write(index, page(summary, title=title))
+    atomic_write(index, page(summary, title=title, similar=similar))
     return index
 
 
