@@ -231,3 +231,24 @@ def test_every_visible_test_asserts_something(course, assignment):
             visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
             assert re.search(r"^\s*(assert |np\.testing\.assert_)", visible, re.M), (
                 f"{assignment}: the visible part of {cells.grade_id(cell)} checks nothing")
+
+
+def test_notebooks_run_at_once_each_start_their_kernel_in_their_own_folder(tmp_path):
+    """``execute`` runs a notebook in its own folder, where its hidden tests import ``rubric_cases``. papermill's
+    ``cwd`` changes the whole process's folder while the kernel starts, so two notebooks executed at once from threads
+    (as tests/test_devices.py does) started kernels in each other's folders: the fresh-clone run at 3d03abb failed
+    there with "No module named 'rubric_cases'"."""
+    probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, time\nstarted_in = os.getcwd()\ntime.sleep(0.5)\nprint('STARTED', started_in)")])
+    folders = [tmp_path / f"lesson-{i}" for i in range(4)]
+    for folder in folders:
+        folder.mkdir()
+        nbformat.write(probe, folder / "probe.ipynb")
+
+    def run(folder):
+        out = execute(folder / "probe.ipynb", folder / "out.ipynb", progress=False)
+        return nbformat.read(out, as_version=4).cells[0].outputs[0]["text"].split("STARTED ", 1)[1].strip()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        started = list(pool.map(run, folders))
+    assert started == [str(folder) for folder in folders]

@@ -16,14 +16,21 @@ import papermill
 from jupyter_client.manager import AsyncKernelManager
 
 
-def _ipc_kernel_manager(folder: Path) -> type:
-    """A kernel manager whose kernel talks over Unix sockets in ``folder`` (mode 0700) instead of loopback TCP:
-    no port another local process could subscribe to, and no "running over TCP without encryption" warning."""
+def _ipc_kernel_manager(folder: Path, cwd: Path) -> type:
+    """A kernel manager whose kernel talks over Unix sockets in ``folder`` (mode 0700) instead of loopback TCP (no
+    port another local process could subscribe to, and no "running over TCP without encryption" warning), and starts
+    in ``cwd``. papermill's own ``cwd`` changes the whole process's folder while it starts the kernel, so two
+    notebooks run at once from threads (the tests do) could start each other's kernels in the wrong folder, where
+    the hidden tests' ``rubric_cases`` is not."""
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.transport = "ipc"
             self.ip = str(folder / "kernel")
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            kw["cwd"] = str(cwd)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
 
     return IPCKernelManager
 
@@ -47,7 +54,7 @@ def execute(notebook: Path, output: Path, *, parameters: dict | None = None, pro
             papermill.execute_notebook(
                 str(notebook), str(output), parameters=parameters or {}, cwd=str(notebook.parent),
                 progress_bar=progress, execution_timeout=cell_timeout, kernel_name="python3",
-                kernel_manager_class=_ipc_kernel_manager(Path(sockets)),
+                kernel_manager_class=_ipc_kernel_manager(Path(sockets), notebook.parent),
             )
     except papermill.PapermillExecutionError as error:
         cell = _failed_cell_id(output, error.cell_index)
