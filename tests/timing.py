@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import threading
 import time
 from pathlib import Path
@@ -119,6 +120,33 @@ class Timing:
         node = getattr(report, "node", None)
         if node is not None:
             entry["worker"] = node.gateway.id
+
+        for name, value in report.user_properties:
+            if name == f"cpu_{report.when}":
+                entry[name] = value
+
+    # -- each phase's CPU seconds (on the worker that runs it): its own and its reaped descendants' ----------------
+    @staticmethod
+    def _cpu() -> float:
+        mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
+
+    def _phase(self, item, when):
+        began = self._cpu()
+        yield
+        item.user_properties.append((f"cpu_{when}", round(self._cpu() - began, 2)))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._phase(item, "setup")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from self._phase(item, "call")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        yield from self._phase(item, "teardown")
 
     # -- long-lived fixtures (on whichever process sets them up) --------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
