@@ -36,3 +36,18 @@ def test_a_hog_outside_the_suite_counts_and_the_suites_own_work_does_not():
     assert child.pid in mine.ours
     child.wait(timeout=60)
     mine.seconds()
+
+
+def test_reading_a_notebook_builds_no_grammar_at_import():
+    """Every Jupyter server, nbgrader command, papermill run and grader command imports nbformat, and so jsonschema.
+    jsonschema 4.24+ (pulled in through jupyter-events' ``format-nongpl`` extra) imports rfc3987-syntax, which builds
+    an Earley parser from its grammar at import: 1.1-1.9 CPU-s in each of those processes (measured: `nbgrader
+    --version` 2.8 CPU-s with it, 1.3 without; a JupyterLab server 3.3 to ready with it, 1.6 without). pyproject.toml
+    pins jsonschema below that."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import sys, nbformat, jupyter_events.logger, jsonschema._format; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] in ('rfc3987_syntax', 'lark')))"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", f"imported at start: {done.stdout.strip()} (pyproject.toml pins jsonschema)"
