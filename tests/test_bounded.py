@@ -665,3 +665,67 @@ def test_a_cell_is_not_charged_for_the_time_the_grader_itself_was_held_up():
         return await _watch(cell, Quiet(), Quiet(), budget=1.5 + 0.9)
 
     assert asyncio.run(scenario()) is None
+
+
+def test_a_cell_is_not_charged_for_the_time_the_machine_kept_it_from_a_core():
+    """A cell's time limit counts the time it could run: at a deadline burst (or a loaded CI machine) an honest cell
+    waits on the run queue, and that wait is not charged, up to WAIT_CAP times the limit; a cell that waits on
+    nothing (sleeps or spins) is stopped at the limit, and one whose threads wait on each other at 1 + WAIT_CAP."""
+    from grader.kernel.run import WAIT_CAP, _watch
+
+    class Quiet:  # a client and kernel manager that never overflow and stay alive
+        overflowed = False
+        max_output_bytes = 1 << 20
+        kc = type("KC", (), {"oversized": staticmethod(lambda: False), "session": None})()
+        provisioner = None  # nothing to kill: the cell is a sleep
+
+        async def is_alive(self):
+            return True
+
+    def waiting(fraction):  # a kernel kept from a core for this share of the clock since the cell began
+        began = time.monotonic()
+        return lambda: fraction * (time.monotonic() - began)
+
+    async def scenario(seconds, waited):
+        cell = asyncio.ensure_future(asyncio.sleep(seconds))
+        began = time.monotonic()
+        outcome = await _watch(cell, Quiet(), Quiet(), budget=1.0, waited=waited)
+        return outcome and outcome[0], time.monotonic() - began
+
+    # 2.5 s on the clock, 70% of it waiting for a core: 0.75 s of its own, within the limit
+    assert asyncio.run(scenario(2.5, waiting(0.7)))[0] is None
+    # the same cell with no wait counted is over the limit
+    outcome, took = asyncio.run(scenario(2.5, lambda: 0.0))
+    assert outcome == "timed_out" and took < 1.6
+    # a kernel that only ever waits (threads of its own crowding each other out) ends at 1 + WAIT_CAP limits
+    outcome, took = asyncio.run(scenario(30, waiting(1.0)))
+    assert outcome == "timed_out" and 1 + WAIT_CAP <= took < 1 + WAIT_CAP + 0.6
+
+
+def test_the_run_queue_wait_of_a_sandbox_is_read_from_its_threads(tmp_path):
+    """RunQueue reads how long the threads of a sandbox's cgroup waited for a core: a process sharing one core with
+    two others waits about two thirds of the time; alone on an idle core, hardly at all."""
+    import subprocess
+    import sys
+
+    from grader.kernel.run import RunQueue
+    from grader.sandbox import cgroup
+
+    group = cgroup.create(f"test-runqueue-{os.getpid()}", 256)
+    if group is None:
+        pytest.skip("no memory cgroup here (root with cgroup v1 or v2 needed)")
+    spin = "import os, time\nos.sched_setaffinity(0, {0})\nend = time.time() + 1.5\nwhile time.time() < end: pass"
+    watched = subprocess.Popen([sys.executable, "-c", f"import os\nopen({str(group / 'cgroup.procs')!r}, 'w')"
+                                f".write(str(os.getpid()))\n{spin}"])
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        time.sleep(0.3)
+        waited = RunQueue(group)
+        assert cgroup.threads(group), "the watched process is not in its cgroup"
+        time.sleep(0.9)
+        assert waited() > 0.3, f"waited only {waited():.2f} s sharing one core with two spinning processes"
+    finally:
+        for process in (watched, *hogs):
+            process.kill()
+            process.wait()
+        cgroup.remove(group)

@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
@@ -256,7 +257,7 @@ async def _execute(kernel: Kernel | None, nb, conf: Confinement, run: Execution,
         client.kc = kernel.kc
         deadline = time.monotonic() + conf.limits.notebook_timeout_s
         try:
-            await _cells(nb, client, kernel.km, run, start_cell, deadline, conf.limits, only)
+            await _cells(nb, client, kernel.km, run, start_cell, deadline, conf.limits, only, conf.cgroup)
         finally:
             atexit.unregister(client._cleanup_kernel)
     except DeadKernelError:
@@ -305,7 +306,7 @@ def _identity(content: dict | None) -> tuple[str, str, str, str] | None:
 
 
 async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: float, limits,
-                 only: set[int] | None = None) -> None:
+                 only: set[int] | None = None, group: Path | None = None) -> None:
     async with client.async_setup_kernel():
         identity = _identity(await _silently(client, hooks.SNAPSHOT, {"id": hooks.IDENTITY}))
         for index, cell in enumerate(nb.cells):
@@ -316,8 +317,9 @@ async def _cells(nb, client, km, run: Execution, start_cell: int, deadline: floa
                 if test not in run.hooks_not_reset:
                     run.hooks_not_reset.append(test)
             budget = min(limits.cell_timeout_s, deadline - time.monotonic())
+            waited = RunQueue(group)
             task = asyncio.ensure_future(client.async_execute_cell(cell, index))
-            outcome = await _watch(task, client, km, budget)
+            outcome = await _watch(task, client, km, budget, waited)
             if outcome is None and cell.get("outputs"):
                 outcome = _classify_errors(cell)
             if outcome is not None:
@@ -348,10 +350,39 @@ async def _abandon(task, km) -> None:
 
 WATCH_TICK_S = 0.2
 STALL_S = 1.0  # a tick this late means the grader's own process was held up
+WAIT_CAP = 2.0  # a cell kept waiting for a core may run on the clock up to 1 + WAIT_CAP times its limit
 
 
-async def _watch(task, client: CountingClient, km, budget: float):
-    """Wait for one cell; enforce the time and output limits while it runs."""
+class RunQueue:
+    """How long the sandbox's threads have waited for a core since this watch began: the longest wait of any one of
+    them (Linux's per-thread run-queue delay, ``/proc/TID/schedstat``), so a learner's extra threads cannot add their
+    waits up. A thread first seen later counts from then. Where the sandbox has no cgroup, nothing is known: 0."""
+
+    def __init__(self, group: Path | None):
+        self.group = group
+        self.since: dict[int, int] = {}
+        self._read()
+
+    def _read(self) -> int:
+        longest = 0
+        for tid in cgroup.threads(self.group):
+            try:
+                delay = int(Path(f"/proc/{tid}/schedstat").read_text().split()[1])  # nanoseconds on a run queue
+            except (OSError, ValueError, IndexError):
+                continue
+            longest = max(longest, delay - self.since.setdefault(tid, delay))
+        return longest
+
+    def __call__(self) -> float:
+        return self._read() / 1e9
+
+
+async def _watch(task, client: CountingClient, km, budget: float, waited=lambda: 0.0):
+    """Wait for one cell; enforce the time and output limits while it runs.
+
+    The time limit is the cell's own: time the grader could not watch (``stalled``) and time the machine's other
+    work kept the kernel from a core (``waited``, at most ``WAIT_CAP`` times the limit, a ``RunQueue``) are not
+    charged, so an honest notebook graded at a deadline burst is not timed out, and a sleeping cell still is."""
     started = last = time.monotonic()
     stalled = 0.0  # time this process could not watch (another notebook's feedback holding the GIL, swapping)
     while True:
@@ -367,7 +398,7 @@ async def _watch(task, client: CountingClient, km, budget: float):
             return "too_much_output", f"output exceeded {client.max_output_bytes} bytes; the kernel was stopped"
         if task.done():
             break
-        if now - started - stalled > budget:
+        if now - started - stalled > budget and now - started - max(stalled, min(waited(), WAIT_CAP * budget)) > budget:
             await _abandon(task, km)  # compiled loops ignore SIGINT; only a kill is reliable
             return "timed_out", f"a cell ran longer than {budget:.0f} s; the kernel was stopped"
     try:

@@ -79,6 +79,18 @@ def join(group: Path) -> None:
     _write(group / "cgroup.procs", str(os.getpid()))
 
 
+def threads(group: Path | None) -> list[int]:
+    """The host ids of every thread in ``group`` (v2 ``cgroup.threads``, v1 ``tasks``); [] where there is none."""
+    if group is None:
+        return []
+    for name in ("cgroup.threads", "tasks"):
+        try:
+            return [int(line) for line in (group / name).read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return []
+
+
 def ran_out_of_memory(group: Path | None) -> bool:
     """Whether the group's limit made the kernel's OOM killer act (or an allocation fail) in it."""
     if group is None:
