@@ -92,6 +92,26 @@ class OthersCpu:
         return sum(max(0.0, self.last[pid] - self.seen[pid]) for pid in self.last if pid not in self.ours)
 
 
+def _own_cpu_group() -> Path | None:
+    """A cgroup v1 ``cpuacct`` group of this process's own (as root), which everything it starts joins; None where
+    none can be made. The sandbox moves kernels to memory cgroups, a separate v1 hierarchy, so they stay counted."""
+    root = Path("/sys/fs/cgroup/cpuacct")
+    if os.geteuid() != 0 or not (root / "cpuacct.usage").is_file():
+        return None
+    for stale in root.glob("course-suite-*"):  # earlier runs' groups, once empty
+        try:
+            stale.rmdir()
+        except OSError:
+            pass
+    group = root / f"course-suite-{os.getpid()}"
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        return group
+    except OSError:
+        return None
+
+
 def allowance(budget_s: float, others_s: float, cores: int, wall_s: float) -> tuple[float, float]:
     """(the seconds the suite may take, the share of the machine's cores that other programs took): the budget grows
     by that share, so a hog on one of two cores for the whole run allows half as much again."""
@@ -111,6 +131,7 @@ class Timing:
         self.worker = os.environ.get("PYTEST_XDIST_WORKER")
         self.others = None if self.worker else OthersCpu()
         self.line: str | None = None
+        self.cpu_group = _own_cpu_group() if self.worker else None
 
     # -- each test's phases (on the controller, from every worker's reports) -------------------------------------
     def pytest_runtest_logreport(self, report):
@@ -125,9 +146,16 @@ class Timing:
             if name == f"cpu_{report.when}":
                 entry[name] = value
 
-    # -- each phase's CPU seconds (on the worker that runs it): its own and its reaped descendants' ----------------
-    @staticmethod
-    def _cpu() -> float:
+    # -- each phase's CPU seconds (on the worker that runs it) ---------------------------------------------------
+    def _cpu(self) -> float:
+        """The worker's and all its descendants' CPU seconds: from the worker's own cpuacct cgroup where it has one
+        (every process it started, sealed kernels included, which die in their PID namespace and are never reaped
+        by it), else its own and its reaped descendants' (``getrusage``)."""
+        if self.cpu_group is not None:
+            try:
+                return int((self.cpu_group / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                pass
         mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
 
@@ -197,6 +225,11 @@ class Timing:
 
     def pytest_sessionfinish(self, session, exitstatus):
         if self.worker:
+            if self.cpu_group is not None:  # back to the machine's group; the next run removes this one once empty
+                try:
+                    (self.cpu_group.parent / "cgroup.procs").write_text(str(os.getpid()))
+                except OSError:
+                    pass
             if hasattr(self.config, "workeroutput"):
                 self.config.workeroutput["course_fixtures"] = self.fixtures
             return
