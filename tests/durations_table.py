@@ -6,7 +6,9 @@
 
 ``test-artifacts/durations.json`` is written by every ``make test`` (``tests/timing.py``). The table has the run's
 wall time, each test file's share (setup, call and teardown of its tests, so a module fixture counts where it is
-paid), the module- and session-scoped fixtures that took longest to set up, and the slowest single tests.
+paid) and CPU seconds (its worker's and every process it started: the suite runs on two cores, so CPU is what a
+file costs the others), the module- and session-scoped fixtures that took longest to set up, and the tests that
+took the most CPU.
 """
 from __future__ import annotations
 
@@ -27,28 +29,37 @@ def _spent(entry: dict) -> float:
     return entry.get("setup", 0) + entry.get("call", 0) + entry.get("teardown", 0)
 
 
+def _cpu(entry: dict) -> float:
+    """CPU seconds of the test's phases: its worker's and every process it started (tests/timing.py)."""
+    return entry.get("cpu_setup", 0) + entry.get("cpu_call", 0) + entry.get("cpu_teardown", 0)
+
+
 def table(record: dict, files: int = 20, fixtures: int = 12, tests: int = 12) -> str:
-    by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0])
     for entry in record["tests"].values():
         by_file[entry["file"]][0] += _spent(entry)
         by_file[entry["file"]][1] += 1
-    total = sum(spent for spent, _ in by_file.values())
+        by_file[entry["file"]][2] += _cpu(entry)
+    total = sum(spent for spent, _, _ in by_file.values())
+    cpu_total = sum(cpu for _, _, cpu in by_file.values()) or 1.0
     lines = [f"Run of {record['when']}: {record['collected']} tests, {record['wall_s'] / 60:.1f} min of pytest "
              f"({'passed' if record['passed'] else 'FAILED'}). {record['budget']}.", "",
-             "| test file | tests | seconds | share of the tests' time |", "|---|---:|---:|---:|"]
-    for name, (spent, count) in sorted(by_file.items(), key=lambda kv: -kv[1][0])[:files]:
-        lines.append(f"| `{name}` | {count} | {spent:.0f} | {spent / total:.0%} |")
-    rest = sorted(by_file.items(), key=lambda kv: -kv[1][0])[files:]
+             "| test file | tests | seconds | share of the tests' time | CPU seconds | share of the CPU |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, (spent, count, cpu) in sorted(by_file.items(), key=lambda kv: -kv[1][2])[:files]:
+        lines.append(f"| `{name}` | {count} | {spent:.0f} | {spent / total:.0%} | {cpu:.0f} | {cpu / cpu_total:.0%} |")
+    rest = sorted(by_file.items(), key=lambda kv: -kv[1][2])[files:]
     if rest:
-        lines.append(f"| {len(rest)} other files | {sum(c for _, (_, c) in rest)} | "
-                     f"{sum(s for _, (s, _) in rest):.0f} | {sum(s for _, (s, _) in rest) / total:.0%} |")
+        spent, cpu = sum(s for _, (s, _, _) in rest), sum(c for _, (_, _, c) in rest)
+        lines.append(f"| {len(rest)} other files | {sum(c for _, (_, c, _) in rest)} | {spent:.0f} | "
+                     f"{spent / total:.0%} | {cpu:.0f} | {cpu / cpu_total:.0%} |")
     lines += ["", "| long-lived fixture | scope | set-up seconds | paid by |", "|---|---|---:|---|"]
     for fixture in sorted(record["fixtures"], key=lambda f: -f["setup"])[:fixtures]:
         lines.append(f"| `{fixture['fixture']}` ({fixture['module']}) | {fixture['scope']} | {fixture['setup']:.0f} | "
                      f"`{(fixture['paid_by'] or '').split('::', 1)[-1][:70]}` |")
-    lines += ["", "| slowest tests (setup + call + teardown) | seconds |", "|---|---:|"]
-    for name, entry in sorted(record["tests"].items(), key=lambda kv: -_spent(kv[1]))[:tests]:
-        lines.append(f"| `{name[:110]}` | {_spent(entry):.0f} |")
+    lines += ["", "| most CPU (setup + call + teardown) | seconds | CPU seconds |", "|---|---:|---:|"]
+    for name, entry in sorted(record["tests"].items(), key=lambda kv: -_cpu(kv[1]))[:tests]:
+        lines.append(f"| `{name[:110]}` | {_spent(entry):.0f} | {_cpu(entry):.0f} |")
     return "\n".join(lines)
 
 
