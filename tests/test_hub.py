@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -145,10 +145,12 @@ def test_a_class_on_jupyterhub_in_the_browser():
         first = _step(url, fixture_path, "submit", "blake")
         with (COURSE / "nbgrader_config.py").open("a") as config:
             config.write("\nc.PerDayPenalty.grace_minutes = 0  # (the hub test: a deadline seconds ago counts)\n")
-        due = datetime.now(timezone.utc)
+        # the next whole second: blake's submission (stamped to the microsecond) was before it even on a machine
+        # quick enough to get here within the second it was stamped in; ada's Submit waits until it has passed
+        due = (datetime.now(timezone.utc) + timedelta(seconds=1)).replace(microsecond=0)
         _as_instructor(str(VENV_BIN / "nbgrader"), "db", "assignment", "add", ASSIGNMENT,
                        f"--duedate={due:%Y-%m-%d %H:%M:%S} UTC")
-        time.sleep(1.5)
+        time.sleep(max(0.0, (due - datetime.now(timezone.utc)).total_seconds()) + 1.0)
         second = _step(url, fixture_path, "submit", "ada")
         assert first["submitted"] == 1 and second["submitted"] == 1
 

@@ -34,14 +34,29 @@ const server = `${HUB}/user/${USER}`;
 
 let loginViolations = null;  // axe-core on the hub's login page, read once (the staff's formgrader step)
 
+// The page each step opens first: the hub's login form sends the browser there (its `next`), so the page JupyterHub
+// would otherwise open after logging in (JupyterLab, the heaviest page here) is not loaded only to be left.
+const FIRST = {
+  submit: 'lab', resubmit: 'lab', appeal: 'lab', feedback: 'lab',
+  formgrader: `formgrader/manage_submissions/${A}`,
+  grade: `formgrader/manage_students/${FIXTURE.manual?.student}/${A}`,
+};
+const labUrl = () => `${server}/lab/workspaces/${STEP}?reset`;
+const firstUrl = () => (FIRST[STEP] === 'lab' ? labUrl() : `${server}/${FIRST[STEP]}`);
+let landed = false;  // the login's redirect already opened firstUrl()
+
 async function login(page) {
-  await page.goto(`${HUB}/hub/login`);
+  // through the hub's spawn page, which starts the learner's server first where it is not running yet
+  const target = new URL(firstUrl()).pathname + new URL(firstUrl()).search;
+  const next = `/hub/spawn?next=${encodeURIComponent(target)}`;
+  await page.goto(`${HUB}/hub/login?next=${encodeURIComponent(next)}`);
   if (STEP === 'formgrader') loginViolations = await axeViolations(page);
   await page.locator('#username_input').fill(USER);
   await page.locator('#password_input').fill(FIXTURE.passwords[USER]);
   await shot(page, 'login');
   await page.locator('#login_submit').click();
-  await page.waitForURL(new RegExp(`/user/${USER}/`), { timeout: 240_000 });
+  await page.waitForURL((url) => url.href.startsWith(`${server}/`), { timeout: 240_000, waitUntil: 'commit' });
+  landed = true;
   log(`logged in through the hub's login page; server at ${page.url()}`);
 }
 
@@ -58,7 +73,8 @@ async function api(page, method, route, body) {
 }
 
 async function openLab(page) {
-  await page.goto(`${server}/lab/workspaces/${STEP}?reset`);
+  if (!landed || FIRST[STEP] !== 'lab') await page.goto(labUrl());
+  landed = false;
   await page.locator('#jp-main-dock-panel').waitFor({ state: 'visible', timeout: 120_000 });
 }
 
@@ -216,7 +232,8 @@ async function runInKernel(page, code) {
 }
 
 async function formgrader(page) {
-  await page.goto(`${server}/formgrader/manage_submissions/${A}`);
+  if (!landed) await page.goto(`${server}/formgrader/manage_submissions/${A}`);
+  landed = false;
   // formgrader's table is filled by its script after the page's load event: wait for each learner's row (a reload
   // only when a submission is not in the gradebook yet)
   const deadline = Date.now() + 120_000;
@@ -254,7 +271,9 @@ async function formgrader(page) {
 // cell FIXTURE.manual.cell, as an instructor types it; formgrader saves on change).
 async function grade(page) {
   const learner = FIXTURE.manual.student;
-  await page.goto(`${server}/formgrader/manage_students/${learner}/${A}`);
+  if (!landed) await page.goto(`${server}/formgrader/manage_students/${learner}/${A}`);
+  landed = false;
+  await page.waitForURL(new RegExp(`/formgrader/manage_students/${learner}/`), { timeout: 240_000 });
   await page.locator('body').waitFor();
   const listed = await api(page, 'GET', `${server}/formgrader/api/student_notebook_submissions/${learner}/${A}`);
   check(listed.status === 200 && listed.json.length === 1, `formgrader's submissions of ${learner}: HTTP ${listed.status}`);
