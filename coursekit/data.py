@@ -103,3 +103,44 @@ def shard_partials(seed: int, num_shards: int) -> tuple[np.ndarray, np.ndarray]:
     counts[-1] += num_shards + 1
     sums = counts * rng.uniform(0.5, 2.5, size=num_shards)
     return sums, counts
+
+
+def accumulation_batch(
+    seed: int,
+    num_shards: int,
+    *,
+    micro_batches: int = 3,
+    seqs_per_shard: int = 2,
+    tokens: int = 4,
+    features: int = 2,
+    empty=(),
+    lengths=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch for gradient accumulation: ``micro_batches`` micro-batches, each split by sequence over ``num_shards``.
+
+    Returns ``(x, y, mask, w)``: per-token features ``x`` (M, S, T, d), targets ``y`` (M, S, T) and a validity mask
+    (M, S, T) with ``S = num_shards * seqs_per_shard``, all float32 but the boolean mask, and starting weights ``w``
+    (d,). Micro-batch ``m``'s sequence ``s`` holds ``lengths[m]`` valid tokens (a prefix, padding after it) when
+    ``lengths`` is given (every block then holds the same count, the balanced case); otherwise each sequence draws
+    its own length, so micro-batches and shards hold different counts. The micro-batches listed in ``empty``
+    (indices modulo M) hold only padding; every other micro-batch holds at least one valid token. Padding positions
+    hold ordinary-looking features and targets: only the mask says they are not targets.
+    """
+    rng = np.random.default_rng(seed)
+    rows = num_shards * seqs_per_shard
+    x = np.round(rng.normal(size=(micro_batches, rows, tokens, features)), 1).astype(np.float32)
+    true_w = np.linspace(1.0, -1.0, features)
+    y = np.round(x @ true_w + rng.normal(scale=0.5, size=(micro_batches, rows, tokens)), 1).astype(np.float32)
+    if lengths is None:
+        drawn = rng.integers(0, tokens + 1, size=(micro_batches, rows))
+    else:
+        drawn = np.broadcast_to(np.asarray(lengths)[:, None], (micro_batches, rows))
+    mask = np.arange(tokens) < drawn[..., None]
+    empty_micro = {int(m) % micro_batches for m in empty}
+    for m in range(micro_batches):
+        if m in empty_micro:
+            mask[m] = False
+        elif not mask[m].any():
+            mask[m, 0, 0] = True
+    w = np.round(rng.normal(scale=0.5, size=features), 2).astype(np.float32)
+    return x, y, mask, w

@@ -72,3 +72,39 @@ def exported(fn, *args) -> str:
         except Exception as error:  # noqa: BLE001
             failed = error
     return f"{NOT_EXPORTED}: {type(failed).__name__}"
+
+
+_LOOPS = ("stablehlo.while", "scf.while", "scf.for")
+
+
+def collectives_by_loop(fn, *args) -> dict[str, int]:
+    """How many collective operations (``stablehlo.all_reduce``, ``all_gather``, ...) ``fn``'s lowered program writes
+    inside a loop (a ``lax.scan`` lowers to ``stablehlo.while``: its body runs once per micro-batch) and outside any
+    loop (run once per call). Read from the parsed operations of ``jax.jit(fn).lower(*args)``, following calls."""
+    import jax
+
+    fn = fn if isinstance(fn, jax.stages.Wrapped) else jax.jit(fn)
+    module = fn.lower(*args).compiler_ir("stablehlo")
+    functions = {}
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            functions[str(op.operation.attributes["sym_name"]).strip('"')] = op.operation
+    counts = {"in a loop": 0, "outside loops": 0}
+
+    def walk(operation, in_loop: bool, depth: int) -> None:
+        for region in operation.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    name = inner.name
+                    if name.startswith("stablehlo.") and name.split(".", 1)[1] in (
+                            "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute"):
+                        counts["in a loop" if in_loop else "outside loops"] += 1
+                    if name == "func.call" and depth < 32:
+                        callee = str(inner.attributes["callee"]).lstrip("@")
+                        if callee in functions:
+                            walk(functions[callee], in_loop, depth + 1)
+                    walk(inner, in_loop or name in _LOOPS, depth)
+
+    walk(functions["main"], False, 0)
+    return counts

@@ -40,13 +40,16 @@ class Expect:
     (True) or split (False); ``region``: the one collective ("all_reduce", "reduce_scatter", "all_gather") of a
     single shard_map region that computes everything (manual over the inputs' mesh axis, nothing else crosses
     devices); ``compiled_gather``: False where the compiled, partitioned program must not all-gather (the batch
-    stays split); ``no_data_moved``: True where no collective may carry a whole input instead of results.
+    stays split); ``no_data_moved``: True where no collective may carry a whole input instead of results;
+    ``reduce_once``: True where the devices communicate once, after the loop over micro-batches (no collective in
+    a loop, and nothing carried beyond the results and a count).
     """
 
     outputs: tuple[bool, ...] | None = None
     region: str | None = None
     compiled_gather: bool = True
     no_data_moved: bool = False
+    reduce_once: bool = False
     #: (check, words) pairs replacing a check's standard words ("{what}" stands for the program's name); the checks
     #: are named in ``grader.programs.expectations.STANDARD``
     says: tuple[tuple[str, str], ...] = ()
@@ -90,6 +93,8 @@ class ProgramRun:
     manual_only: bool = False  # one such region computes everything (outside it only calls, reshapes and conversions,
     # no resharding), and the compiled program has no collective the region does not write
     moves_data: bool = False  # its collectives carry a whole input, not results (``structure.moves_data``)
+    looped: bool = False  # a loop repeats a collective (``structure.Structure.looped``)
+    carries_more: bool = False  # its collectives carry more than its results (``structure.carries_more``)
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----

@@ -110,6 +110,8 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
         run.manual = verdict.get("manual") is True
         run.manual_only = verdict.get("manual_only") is True
         run.moves_data = verdict.get("moves_data") is True
+        run.looped = verdict.get("looped") is True
+        run.carries_more = verdict.get("carries_more") is True
         if verdict.get("error") is not None:
             run.error = str(verdict["error"])[:500]
             return run
@@ -163,6 +165,8 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.manual = data.get("manual") is True
         run.manual_only = data.get("manual_only") is True
         run.moves_data = data.get("moves_data") is True
+        run.looped = data.get("looped") is True
+        run.carries_more = data.get("carries_more") is True
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

@@ -37,7 +37,8 @@ import sys
 from pathlib import Path
 
 from grader.programs.structure import (ALLOWED_CUSTOM_CALLS, COLLECTIVES, Structure, Unreadable,  # noqa: F401
-                                      compiled_collectives, moves_data, only_written, read_module)
+                                      carries_more, compiled_collectives, moves_data, only_written,
+                                      read_module)
 
 MAX_PROGRAM_BYTES = 4 << 20
 
@@ -165,6 +166,8 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
     split = [math.prod(spec["shape"]) for spec in inputs if any(axis is not None for axis in spec["spec"])]
     returned = sum(math.prod(aval.shape) for aval in exported.out_avals)
     verdict["moves_data"] = moves_data(structure.payload, returned, split)
+    verdict["looped"] = structure.looped > 0
+    verdict["carries_more"] = carries_more(structure.payload, returned)
     if program.get("run") is False:  # read (and compiled), not run
         verdict["outputs"] = []
         return verdict

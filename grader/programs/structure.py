@@ -57,6 +57,9 @@ class Structure:
     #: values the collectives reached from main carry, per device, summed over every collective and call site
     #: (a collective inside a loop counts as unbounded: ``UNBOUNDED``)
     payload: int = 0
+    #: collectives a loop repeats: written inside a loop (``stablehlo.while``, a ``lax.scan``), or in a function
+    #: a loop calls
+    looped: int = 0
 
 
 def _is(attr, kind) -> bool:
@@ -194,6 +197,7 @@ class _Reader:
             if op.name in COLLECTIVE_OPS:
                 counts[COLLECTIVE_OPS[op.name]] += 1
                 counts["@payload"] += self.carried(op)
+                counts["@looped"] += self.in_loop(op)
             elif op.name == "sdy.manual_computation" and self.manual_over_inputs(op):
                 counts["@region"] += 1
             for callee in self.callees(op):
@@ -201,6 +205,8 @@ class _Reader:
                 counts.update(called)
                 if called.get("@payload") and self.in_loop(op):  # a function a loop calls: repeated any number
                     counts["@payload"] += UNBOUNDED
+                if self.in_loop(op):
+                    counts["@looped"] += sum(called.get(name, 0) for name in COLLECTIVES)
         self.active.discard(name)
         self.memo[name] = counts
         return counts
@@ -315,6 +321,7 @@ def read_module(text: str) -> Structure:
         found.collectives = {name: reached.get(name, 0) for name in COLLECTIVES}
         found.manual = reached.get("@region", 0) >= 1
         found.payload = min(reached.get("@payload", 0), UNBOUNDED)
+        found.looped = reached.get("@looped", 0)
         try:
             reader.outside("main", [None if s is None else reader.sharding(s) for s in arguments])
             found.one_region = reader.regions == 1
@@ -343,6 +350,13 @@ def moves_data(payload: int, outputs: int, split_inputs: list[int]) -> bool:
     of zero buffers that each device fills with its rows (an all-gather written as an all-reduce) carries a whole
     input. Meant for the course's full mesh, where the inputs hold several times more values than the results."""
     return bool(split_inputs) and payload > outputs + 2 and 2 * payload >= max(split_inputs)
+
+
+def carries_more(payload: int, outputs: int) -> bool:
+    """Whether the collectives carry more values than the program returns plus two (a numerator per result and a
+    count, a loss beside them): a reduction repeated per micro-batch, unrolled by a Python loop, carries several
+    times its results even when no loop of the program repeats it."""
+    return payload > outputs + 2
 
 
 def only_written(compiled: dict[str, int], written: dict[str, int]) -> bool:

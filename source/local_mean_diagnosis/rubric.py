@@ -428,6 +428,143 @@ def judge_shard_map(e: Evidence):
                     devices=p)  # (the grader's draws have no loss of exactly 0)
 
 
+# -- gradient accumulation --------------------------------------------------------------------------------------
+def block_numerators(x, y, mask, w, devices: int):
+    """Per (micro-batch, device) block: the gradient of the summed valid squared errors (M, p, d) and the count
+    (M, p), in float64."""
+    x64 = x.astype(np.float64)
+    residual = np.where(mask, x64 @ np.asarray(w, dtype=np.float64) - y, 0.0)
+    numerators = 2 * np.einsum("mst,mstd->msd", residual, x64)
+    m, s = mask.shape[:2]
+    return (numerators.reshape(m, devices, s // devices, -1).sum(axis=2),
+            mask.reshape(m, devices, -1).sum(axis=2).astype(np.float64))
+
+
+def accumulated(x, y, mask, w):
+    numerators, counts = block_numerators(x, y, mask, w, 1)
+    return numerators.sum(axis=(0, 1)) / counts.sum()
+
+
+def _accumulation_mistakes(x, y, mask, w, *, devices: int, **_) -> list[Mistake]:
+    numerators, counts = block_numerators(x, y, mask, w, devices)
+    total, micro = numerators.sum(axis=(0, 1)), x.shape[0]
+    right = total / counts.sum()
+    per_micro = numerators.sum(axis=1), counts.sum(axis=1)  # each micro-batch over every device
+    micro_means = np.where(per_micro[1][:, None] > 0, per_micro[0] / np.maximum(per_micro[1], 1)[:, None], 0.0)
+    block_means = np.where(counts[..., None] > 0, numerators / np.maximum(counts, 1)[..., None], 0.0)
+    nonempty = per_micro[1] > 0
+    named = [
+        Mistake(block_means.mean(axis=(0, 1)), SHIPPED),
+        Mistake(micro_means.mean(axis=0), MEAN_OF_MEANS),
+    ] + ([Mistake(micro_means[nonempty].mean(axis=0), MEAN_OF_MEANS + " (leaving an empty micro-batch out does not "
+                  "change that: the others still weigh the same whatever their counts)")] if nonempty.any() else []) + [
+        Mistake(total / micro, f"it divides the summed gradient by the number of micro-batches ({micro}), not by "
+                               "the number of valid tokens of the whole batch"),
+        Mistake(total / mask.size, "it divides by every token position: padding positions were counted; count "
+                                   "only the positions where mask is True"),
+        Mistake(total / (micro * mask.shape[1]), "it divides by the number of sequences, not by the number of "
+                                                 "valid tokens"),
+        Mistake(block_means.sum(axis=(0, 1)) / counts.sum(), "each block was divided twice: once by its own count "
+                "(microbatch_partials returned the gradient of its mean loss, not of its sum) and again by the "
+                "global count"),
+    ]
+    if devices > 1:
+        named.append(Mistake(devices * right, TWICE.format(p=devices)))
+    return named
+
+
+SHIPPED = ("it is the mean of micro-batch means, averaged over the devices (the accumulation as it shipped): each "
+           "micro-batch's gradient was divided by its own count of valid tokens; add the gradient sums and the "
+           "counts over every micro-batch and device, and divide once")
+MEAN_OF_MEANS = ("it is the mean of micro-batch means: each micro-batch's gradient was divided by its own count of "
+                 "valid tokens, so a short micro-batch's tokens weigh more; add the sums and the counts, divide once")
+TWICE = ("{p} times too large: the gradient was summed over the devices twice: jax.grad with respect to the replicated "
+         "w already psums it over the devices (the transpose of using one w on every device), and psum added the "
+         "devices again; differentiate with respect to w_local = lax.pcast(w, \"data\", to=\"varying\")")
+ACCUMULATED = Reference(accumulated, (_accumulation_mistakes,))
+
+
+def _partials_mistakes(x, y, mask, w) -> list[Mistake]:
+    numerator, count = (v[0, 0] for v in block_numerators(x[None], y[None], mask[None], w, 1))
+    return [Mistake(numerator / count, "this is the gradient of the block's mean loss: return the gradient of the "
+                                       "SUM and the count; the one division comes after the psum")] if count else []
+
+
+PARTIAL_GRADIENT = Reference(lambda x, y, mask, w: block_numerators(x[None], y[None], mask[None], w, 1)[0][0, 0],
+                             (_partials_mistakes,))
+
+
+@rubric.test("test-microbatch-partials", names={
+    "partials.gradient_sum": "the gradient sum of one block of the lesson batch",
+    "partials.count": "the valid-token count of one block of the lesson batch",
+    "hidden.partials.gradient_sum": "the gradient sum of an unseen block",
+    "hidden.partials.count": "the valid-token count of an unseen block",
+    "hidden.partials.empty.gradient_sum": "the gradient sum of an unseen block that holds only padding",
+    "hidden.partials.empty.count": "the valid-token count of an unseen block that holds only padding",
+})
+def judge_microbatch_partials(e: Evidence):
+    x, y, mask, w = data.accumulation_batch(seed=0, num_shards=e.num_devices, empty=(1,))
+    block = slice(0, x.shape[1] // e.num_devices)
+    cases_ = [("partials", (x[0, block], y[0, block], mask[0, block], w))] + cases.partials_blocks()
+    for prefix, (bx, by, bm, bw) in cases_:
+        e.check(f"{prefix}.gradient_sum", PARTIAL_GRADIENT, (bx, by, bm, bw), rtol=1e-5, atol=1e-5)
+        counts_equal(e, f"{prefix}.count", np.asarray(bm.sum(), dtype=np.float64), what=e.name(f"{prefix}.count"),
+                     mistakes=[Mistake(np.float64(bm.size), "padding positions were counted: count only the positions "
+                                                            "where mask is True"),
+                               Mistake(np.float64(len(bm)), "sequences were counted, not valid tokens")])
+
+
+ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True, no_data_moved=True, says=(
+    ("no_region", "{what}: the program should psum over the devices inside jax.shard_map"),
+    ("missing", "{what}: the program should psum the gradient sum and the count over the devices inside "
+                "jax.shard_map"),
+    ("in_loop", "{what}: the program reduces across devices inside its loop over micro-batches, once per "
+                "micro-batch (a psum in the scan's body, or jax.grad with respect to the replicated w, which psums "
+                "the gradient): keep each device's sums local while accumulating (differentiate with respect to "
+                "lax.pcast(w, \"data\", to=\"varying\")) and psum once, after the scan"),
+    ("reduces_often", "{what}: its psums carry several times the gradient and its count: the devices reduce once per "
+                      "micro-batch (a Python loop of psums?); accumulate locally and psum once, after the loop")))
+
+
+@rubric.programs("test-accumulation")
+def programs_accumulation(p: int):
+    x, y, mask, w = cases.accumulation_batches(p)[-1][1]  # the exported call's example: the last case
+    return [Program("program.accumulation", p, (Input(x.shape, (None, "data", None, None)),
+                                                Input(y.shape, (None, "data", None)),
+                                                Input(mask.shape, (None, "data", None), "bool"),
+                                                Input(w.shape, ())), expect=ACCUMULATE_ONCE)]
+
+
+@rubric.test("test-accumulation", names={
+    "accumulation.gradient": "the accumulated gradient of the lesson batch",
+    "hidden.accumulation.empty.gradient": "the accumulated gradient of an unseen batch with an empty micro-batch",
+    "hidden.accumulation.gradient": "the accumulated gradient of an unseen batch",
+})
+def judge_accumulation(e: Evidence):
+    p = e.num_devices
+    small = cases.accumulation_mesh_size(p)
+    judged = [("accumulation", data.accumulation_batch(seed=0, num_shards=p, empty=(1,)), p)]
+    judged += [(prefix, batch, p) for prefix, batch in cases.accumulation_batches(p)]
+    judged += [(f"hidden.mesh{small}", cases.accumulation_batches(small)[0][1], small)]
+    for prefix, batch, devices in judged:
+        key = f"{prefix}.gradient"
+        what = e.names.get(key) or f"make_accumulated_gradient on a mesh of {devices} device(s)"
+        e.require(e.has(key) or devices == p, f"{what}: no result: the program did not run there (does it use "
+                                              "the mesh it is given, and not a mesh of the lesson's four devices?)")
+        raw = e.get(key, what=what)
+        e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
+                  f"{what}: the gradient is NaN: a micro-batch or a device without valid tokens was divided by its "
+                  "own count of zero; add sums and counts, divide once at the end")
+        e.array(key, shape=(batch[3].size,), jax=True, what=what)
+        actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)
+        e.shard_shapes(key, (batch[3].size,), devices=devices, what=what)
+        e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
+    what = "your accumulated gradient, run by the grader on a batch it drew"
+    run = e.program_expected("program.accumulation", what=what)  # ACCUMULATE_ONCE
+    e.program_check("program.accumulation", 0, ACCUMULATED, tuple(run.inputs), rtol=1e-4, atol=1e-5, what=what,
+                    devices=p)
+
+
 # Each function the tests call with the caller's arrays is charged at its own test if it writes into them.
 for _grade_id, _function, _arguments in [
     ("test-two-averages", "two_averages", ["shards"]),

@@ -86,3 +86,27 @@ def mesh_tokens(size: int):
     """test-shard-map on a mesh of ``size`` devices: 3 sequences of 5 tokens per shard."""
     return data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3, tokens=5,
                               empty=(0,) if size > 2 else (), scatter=True)
+
+
+# -- gradient accumulation ----------------------------------------------------------------------------------------
+def partials_blocks() -> list[tuple[str, tuple]]:
+    """test-microbatch-partials: one device's block of one micro-batch, 3 features (the lesson has 2), as
+    (record prefix, (x, y, mask, w)): a block with scattered padding, and one that holds only padding."""
+    x, y, mask, w = data.accumulation_batch(seed=90250, num_shards=1, micro_batches=2, seqs_per_shard=2, tokens=5,
+                                            features=3, empty=(1,))
+    mask[0] = np.random.default_rng(90251).random(mask[0].shape) < 0.6
+    mask[0, 0, 0] = True
+    return [("hidden.partials", (x[0], y[0], mask[0], w)), ("hidden.partials.empty", (x[1], y[1], mask[1], w))]
+
+
+def accumulation_batches(devices: int) -> list[tuple[str, tuple]]:
+    """test-accumulation on a mesh of ``devices``: (record prefix, (x, y, mask, w)) with the lesson batch's shapes
+    (one compilation): uneven counts with micro-batch 0 empty, then uneven counts with none empty. The exported
+    program's example is the last one (its shapes are the program's declared inputs)."""
+    return [("hidden.accumulation.empty", data.accumulation_batch(seed=90252, num_shards=devices, empty=(0,))),
+            ("hidden.accumulation", data.accumulation_batch(seed=90253, num_shards=devices))]
+
+
+def accumulation_mesh_size(devices: int) -> int:
+    """test-accumulation's smaller mesh: all devices but one (one device of two)."""
+    return sub_mesh_sizes(devices)[-1]

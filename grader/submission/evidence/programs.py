@@ -72,6 +72,9 @@ class ProgramChecks(Records):
                 check(other == expect.region or count == 0, "other", wanted=wanted, other=other)
         if not expect.compiled_gather:
             check(run.compiled_collectives.get("all_gather", 0) == 0, "gathers")
+        if expect.reduce_once:  # before moves_data: a collective in a loop carries an unbounded payload too
+            check(not run.looped, "in_loop")
+            check(not run.carries_more, "reduces_often")
         if expect.no_data_moved:
             check(not run.moves_data, "moves_data")
         return run

@@ -1,0 +1,33 @@
+# scenario: microbatch_partials returns the gradient of its block's mean loss (divided by the block's own count), the program then divides the psummed sum by the psummed count again
+# base: solution
+# expect-fail: test-microbatch-partials test-accumulation
+# expect-message: this is the gradient of the block's mean loss: return the gradient of the SUM and the count
+# expect-message: each block was divided twice: once by its own count
+# %% cell accumulation
+def microbatch_partials(x, y, mask, w):
+    count = jnp.sum(mask)
+
+    def mean_loss(w):
+        return jnp.sum(jnp.where(mask, (x @ w - y) ** 2, 0.0)) / jnp.maximum(count, 1)
+
+    return jax.grad(mean_loss)(w), count
+
+
+def accumulation_program(x, y, mask, w):
+    w_local = lax.pcast(w, "data", to="varying")
+
+    def add_micro_batch(carry, micro_batch):
+        gradient, valid = microbatch_partials(*micro_batch, w_local)
+        return (carry[0] + gradient, carry[1] + valid), None
+
+    start = (jnp.zeros_like(w_local), lax.pcast(jnp.zeros((), jnp.int32), "data", to="varying"))
+    (total, count), _ = lax.scan(add_micro_batch, start, (x, y, mask))
+    return lax.psum(total, "data") / lax.psum(count, "data")
+
+
+def make_accumulated_gradient(mesh):
+    return jax.jit(jax.shard_map(accumulation_program, mesh=mesh, in_specs=ACC_SPECS, out_specs=P()))
+
+
+accumulated_gradient = make_accumulated_gradient(mesh)
+print("sums and counts, one division:", np.asarray(accumulated_gradient(*placed_batch)))
