@@ -97,6 +97,26 @@ def psum_twice_in_a_loop(a, b, w):
     return lax.fori_loop(0, 2, lambda i, total: total + lax.psum(term(a, b, w), "data") / 2, jnp.zeros_like(w))
 
 
+def squared_error_gradient(row, target, w):  # one micro-batch (a row) of the device's block
+    return jax.grad(lambda w: jnp.sum((row @ w - target) ** 2))(w)
+
+
+def grad_of_replicated_w_in_scan(a, b, w):  # jax.grad of the replicated w psums it: once per micro-batch
+    total, _ = lax.scan(lambda t, rb: (t + squared_error_gradient(*rb, w), None), jnp.zeros_like(w), (a, b))
+    return total / 8
+
+
+def psum_after_scan(a, b, w):  # each device's micro-batches added locally, one psum after the loop
+    local = lax.pcast(w, "data", to="varying")
+    total, _ = lax.scan(lambda t, rb: (t + squared_error_gradient(*rb, local), None), jnp.zeros_like(local), (a, b))
+    return lax.psum(total, "data") / 8
+
+
+def psum_unrolled(a, b, w):  # a Python loop of psums: no loop in the program, one all-reduce per micro-batch
+    local = lax.pcast(w, "data", to="varying")
+    return sum(lax.psum(squared_error_gradient(a[i], b[i], local), "data") for i in range(a.shape[0])) / 8
+
+
 gathered_by_psum = jax.shard_map(lambda a, b, w: global_gradient(everyone(a), everyone(b), w), mesh=mesh,
                                  in_specs=specs, out_specs=P(), check_vma=False)
 psum_in_loop = jax.shard_map(psum_twice_in_a_loop, mesh=mesh, in_specs=specs, out_specs=P())
@@ -115,6 +135,8 @@ gradient_programs = {
     "region_manual_over_no_axis": jax.jit(whole_global),
     "batch_gathered_by_psum": jax.jit(gathered_by_psum),
     "psum_in_a_loop": jax.jit(psum_in_loop),
+    **{fn.__name__: jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=P()))
+       for fn in (grad_of_replicated_w_in_scan, psum_after_scan, psum_unrolled)},
 }
 vector_programs = {
     "gather": jax.jit(jax.shard_map(lambda v: lax.all_gather(v, "data", tiled=True), mesh=mesh, in_specs=P("data"),
@@ -137,7 +159,8 @@ for name, program in [*gradient_programs.items(), *vector_programs.items()]:
     verdict = run_one(request(name, blob, arrays, spec))
     found[name] = {"error": verdict.get("error"), "manual": verdict["manual"], "manual_only": verdict["manual_only"],
                    "written": {k: n for k, n in verdict["collectives"].items() if n},
-                   "compiled": verdict.get("compiled_collectives"), "moves_data": verdict.get("moves_data")}
+                   "compiled": verdict.get("compiled_collectives"), "moves_data": verdict.get("moves_data"),
+                   "looped": verdict.get("looped"), "carries_more": verdict.get("carries_more")}
 print(json.dumps(found))
 """
 
@@ -164,6 +187,9 @@ def test_manual_only_is_one_region_that_computes_everything_and_communicates_as_
         "region_manual_over_no_axis": (False, False),  # manual_axes={}: the compiler partitions it
         "batch_gathered_by_psum": (True, True),  # one region, one psum: but the psum carries the batch (below)
         "psum_in_a_loop": (True, True),
+        "grad_of_replicated_w_in_scan": (True, True),
+        "psum_after_scan": (True, True),
+        "psum_unrolled": (True, True),
         "gather": (True, True),
         "copy_then_constraint_named_all_gather": (True, False),  # the compiler gathers what the region returns
         "copy_then_replicated_out_shardings": (True, False),
@@ -182,7 +208,15 @@ def test_manual_only_is_one_region_that_computes_everything_and_communicates_as_
     assert found["inputs_resharded_into_shard_map"]["compiled"].get("all_gather", 0) >= 1
     # collectives that carry a whole input (an all-gather written as a psum of zero buffers), or that a loop may
     # repeat any number of times, move the data; every reduction of local results above moves only results
-    assert {name for name, v in found.items() if v["moves_data"]} == {"batch_gathered_by_psum", "psum_in_a_loop"}
+    assert {name for name, v in found.items() if v["moves_data"]} == {"batch_gathered_by_psum", "psum_in_a_loop",
+                                                                       "grad_of_replicated_w_in_scan"}
+    # reduce once (gradient accumulation): a collective a loop repeats, written or added by jax.grad's transpose of a
+    # replicated input, is read from where the operation sits; a Python loop of psums carries more than the result
+    assert {name for name, v in found.items() if v["looped"]} == {"psum_in_a_loop", "grad_of_replicated_w_in_scan"}
+    assert {name for name, v in found.items() if v["carries_more"]} == {
+        "batch_gathered_by_psum", "psum_in_a_loop", "grad_of_replicated_w_in_scan", "psum_unrolled"}
+    assert found["psum_after_scan"]["written"] == {"all_reduce": 1}
+    assert found["psum_unrolled"]["written"] == {"all_reduce": 2}  # two micro-batches (rows) per device
 
 
 CUSTOM_CALLS = SETUP + """
