@@ -31,6 +31,10 @@ MEANINGS: list[tuple[re.Pattern, str]] = [(re.compile(pattern, re.I), said) for 
     (r"out_specs which require replication which can't be statically inferred",
      "out_specs=P() says the result is the same on every device, but each device computed its own value: sum the "
      "devices' values first (`jax.lax.psum` over `data`), or give out_specs that keep one value per device"),
+    (r"scan body function carry input and carry output must have equal types",
+     "a `lax.scan` inside `jax.shard_map` must return its carry with the type it started with: a carry that becomes "
+     "different on each device in the loop (a local gradient sum, a local count) must start that way, "
+     "`lax.pcast(start, \"data\", to=\"varying\")`, or be built from a value that already is"),
     (r"out_specs entry which is too long",
      "out_specs names more dimensions than the function returns: a per-device number must be reshaped to shape "
      "(1,) to be stacked along `data`"),

@@ -315,6 +315,10 @@ def test_a_raised_cell_is_said_in_the_lessons_terms_and_the_kernels_text_never_s
     assert raised.raised(forged) == "raised an exception"
     assert raised.raised({"ename": "NameError", "evalue": "unbound axis name: batch"}).startswith(
         "raised NameError (a collective")
+    carry = {"ename": "TypeError", "evalue": "scan body function carry input and carry output must have equal types, "
+             "but they differ:\n\nThe input carry component carry[1] has type int32[] but the corresponding output "
+             "carry component has type int32[]{V:data}, so the manual axis types do not match."}
+    assert raised.raised(carry).startswith("raised TypeError (a `lax.scan` inside `jax.shard_map` must return its carry")
     cells = [{"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "collectives", "solution": True}},
               "outputs": [{"output_type": "error", **untiled}]},
              {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "test-x", "grade": True, "points": 1}},

@@ -506,3 +506,46 @@ def test_a_uid_with_a_leftover_process_is_not_leased_again():
     with leased_uid(uids) as uid:
         assert uid == uids[0]  # free again once its process is gone
 
+
+
+# -- scratch folders: what a killed grader leaves is swept by the next one --------------------------------------------
+
+def test_a_dead_graders_scratch_is_swept_with_its_mount_and_a_live_ones_kept(tmp_path):
+    """A grader killed with its kernels' homes mounted (SIGKILL, a hub that gave up waiting) leaves scratch folders
+    with a tmpfs in them; the next grader's sweep detaches and removes those whose owner is gone (a dead pid, or a
+    live pid that is another process: the start time differs) and never touches a live grader's folder, a folder
+    without the prefix, or a link named like one."""
+    from grader.sandbox import scratch
+
+    live = scratch.make("grade-", tmp_path)  # this process's: alive
+    dead_process = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_process.wait()
+    dead = scratch.make("grade-", tmp_path)
+    (dead / scratch.OWNER).write_text(f"{dead_process.pid} 1\n")
+    reused = scratch.make("programs-", tmp_path)  # our pid, another start time: the pid was reused
+    (reused / scratch.OWNER).write_text(f"{os.getpid()} 1\n")
+    unmarked_old = tmp_path / "grade-old"
+    unmarked_old.mkdir()
+    os.utime(unmarked_old, (time.time() - 3600, time.time() - 3600))
+    unmarked_new = tmp_path / "grade-new"  # being made right now: its mark comes next
+    unmarked_new.mkdir()
+    other = tmp_path / "keep-me"
+    other.mkdir()
+    (tmp_path / "grade-link").symlink_to(other)
+    home = dead / "home"
+    home.mkdir()
+    mounted = os.geteuid() == 0
+    if mounted:
+        from grader.sandbox import rootfs
+
+        rootfs.mount_home(home, 1)
+        assert scratch.mounts_under(dead) == [home.resolve()]
+    removed = scratch.sweep(tmp_path)
+    assert sorted(removed) == sorted([dead, reused, unmarked_old])
+    assert not dead.exists() and not reused.exists() and not unmarked_old.exists()
+    assert live.exists() and unmarked_new.exists() and other.exists() and (tmp_path / "grade-link").is_symlink()
+    assert scratch.mounts_under(tmp_path) == []
+    if mounted:
+        assert str(home) not in Path("/proc/self/mountinfo").read_text()
+    scratch.remove(live)
+    assert not live.exists()

@@ -272,9 +272,11 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
     (tmp_path / "fixture.json").write_text(json.dumps(fixture))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     service_log = (ARTIFACTS / "submit-service.log").open("w")
+    scratch = tmp_path / "service-tmp"  # the service's temporary folder: its kernels' scratch folders, and nothing else
+    scratch.mkdir()
     service = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--attempts", "1", "--workers", "1",
-                                "--port", str(_free_port())], cwd=course.root, env=_env(course), stdout=service_log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+                                "--port", str(_free_port())], cwd=course.root, env={**_env(course), "TMPDIR": str(scratch)},
+                               stdout=service_log, stderr=subprocess.STDOUT, start_new_session=True)
     learner = None
     try:
         learner = Server(argv, env, cwd, tmp_path / "learner-home", ARTIFACTS / "submit-learner.log")
@@ -287,9 +289,18 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
     finally:
         if learner is not None:
             learner.stop()
-        service.terminate()
-        service.wait(timeout=60)
+        service.terminate()  # SIGTERM, as a hub stops its managed service
+        try:
+            stopped = service.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            stopped = "still running 10 s after SIGTERM"
         service_log.close()
+    # a clean stop: in time, and nothing of it left: no scratch folder, no mount, no process of its session
+    assert stopped == 0, f"{stopped}\n{(ARTIFACTS / 'submit-service.log').read_text()[-2000:]}"
+    assert list(scratch.iterdir()) == [], sorted(scratch.iterdir())
+    assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(scratch) in line]
+    assert not _session_processes(service.pid)
     result = json.loads(next(l for l in output.splitlines() if l.startswith("SUBMIT-RESULT "))[len("SUBMIT-RESULT "):])
     assert result["second"]["folders"] == 2
     # the page the learner opened is the one the service released for that submission, byte for byte
@@ -297,6 +308,19 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
     opened = (course.root / "workspace" / result["first"]["file"]).read_bytes()
     assert opened in [p.read_bytes() for p in released]
     print(f"Submit -> feedback listed {result['first']['listed']:.1f} s, fetched {result['first']['fetched']:.1f} s")
+
+
+def _session_processes(sid: int) -> list[int]:
+    """Processes still in session ``sid`` (the service's, started with start_new_session)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
 
 
 # --- the loopback HTTP routes ------------------------------------------------------------------------------

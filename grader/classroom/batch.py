@@ -41,6 +41,7 @@ from grader.layout import Course
 from grader.submission.pipeline import Job, Settings, confinement, finish, grader_error, notebook_name, prepare, program_runs
 from grader.programs.judged import Judged
 from grader.results import NotebookResult, Status, TestResult
+from grader.sandbox import scratch as scratch_folders
 from grader.sandbox.zygote import Zygote
 
 MAX_ID_CHARS = identifiers.MAX_CHARS  # under nbgrader's 128-character gradebook column
@@ -277,13 +278,17 @@ async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote
 
 
 async def discard_kernel(warm: asyncio.Future) -> None:
-    """Stop a pre-started kernel nobody will use."""
+    """Stop a pre-started kernel nobody will use; its scratch folder goes even when stopping it fails (a kernel
+    that an interrupt of the whole process group stopped first)."""
     try:
         kernel, stack = await warm
-        await stop_kernel(kernel)
-        await stack.aclose()
-    except Exception:
-        pass
+    except BaseException:  # noqa: BLE001 - it never started: warm_kernel freed what it had
+        return
+    for step in (lambda: stop_kernel(kernel), stack.aclose):
+        try:
+            await step()
+        except Exception:  # noqa: BLE001 - stopping goes on: the scratch folder is removed whatever came first
+            pass
 
 
 async def _worker(jobs: queue.Queue, course: Course, settings: Settings, report, zygote: Zygote | None) -> None:
@@ -379,6 +384,8 @@ def grade_all(submissions: Path, course: Course, settings: Settings, *, workers:
     run stops it."""
     book = Gradebook(settings.out)
     todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
+    if todo:  # what a killed grader left (its kernels' homes still mounted) goes before new kernels start
+        scratch_folders.sweep(settings.scratch_root)
     workers = max(1, min(workers or default_workers(), len(todo) or 1))
     queued: queue.Queue[Job] = queue.Queue()
     for job in repeats_last(todo, _fingerprint):  # a copy of an earlier file then finds its run done, not running

@@ -176,16 +176,20 @@ async def start_kernel(conf: Confinement, *, preload: bool = True, startup_timeo
 
 
 async def stop_kernel(kernel: Kernel) -> None:
-    _kill_group(kernel.km)
-    kernel.kc.stop_channels()
+    """Kill the kernel and everything of its uid, then detach its home (also when a step before fails: a kernel an
+    interrupt of the whole process group already stopped leaves channels and files that raise)."""
     try:
-        await kernel.km.cleanup_resources()
-    except Exception:  # the connection file may already be gone
-        pass
-    if kernel.conf.uid is not None:
-        kill_uid(kernel.conf.uid)
-    if kernel.conf.private_root and os.geteuid() == 0:
-        rootfs.release_home(kernel.conf.home)
+        _kill_group(kernel.km)
+        kernel.kc.stop_channels()
+        try:
+            await kernel.km.cleanup_resources()
+        except Exception:  # the connection file may already be gone
+            pass
+    finally:
+        if kernel.conf.uid is not None:
+            kill_uid(kernel.conf.uid)
+        if kernel.conf.private_root and os.geteuid() == 0:
+            rootfs.release_home(kernel.conf.home)
 
 
 async def run_in(kernel: Kernel | None, nb, conf: Confinement, *, start_cell: int = 0) -> Execution:

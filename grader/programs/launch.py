@@ -13,11 +13,9 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -181,10 +179,11 @@ def _sandbox(settings, fill_cache: Path | None = None):
     """
     from grader.sandbox.lease import RUNNER_UID_RANGE, leased_uid, memory_group
     from grader.sandbox import Confinement
+    from grader.sandbox import scratch as scratch_folders
 
     with contextlib.ExitStack() as stack:
-        scratch = Path(tempfile.mkdtemp(prefix="programs-", dir=settings.scratch_root))
-        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        scratch = scratch_folders.make("programs-", settings.scratch_root)
+        stack.callback(scratch_folders.remove, scratch)
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
             conf.uid = stack.enter_context(leased_uid(RUNNER_UID_RANGE))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import queue
 import resource
+import signal
 import shutil
 import sys
 import threading
@@ -29,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.sandbox import scratch as scratch_folders
 from grader.layout import Course
 from grader.results import NotebookResult
 from grader.submission import history
@@ -415,6 +417,7 @@ class Service:
 
 def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
     """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
+    scratch_folders.sweep(settings.scratch_root)  # what a killed service left: mounted homes, scratch folders
     try:
         service = Service(course, options, settings)
     except exchange.UnsafeExchange as error:
@@ -432,6 +435,11 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
           + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
           file=sys.stderr, flush=True)
     delivered_at = 0.0
+
+    def stop(signum, frame):  # SIGTERM (a hub stopping its service, systemd, kill) stops it as Ctrl-C does
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         while True:
             if time.monotonic() - delivered_at > 2.0:
@@ -444,6 +452,8 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
     except KeyboardInterrupt:
         return 0
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
         if server is not None:
             server.shutdown()
         service.close()
+        signal.signal(signal.SIGTERM, previous)

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -35,6 +33,7 @@ from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_w
 from grader.submission.judge import NOT_REACHED, Evidence, Verdict, load_rubric
 from grader.visible_checks import visible_check
 from grader.kernel.run import Execution
+from grader.sandbox import scratch as scratch_folders
 from grader.sandbox.lease import leased_uid, memory_group
 from grader.programs import Program, ProgramRun
 from grader.programs.launch import run_programs
@@ -231,8 +230,8 @@ def learner_flags(nb, deadline: intake.Deadline | None = None) -> list[str]:
 async def confinement(settings: Settings):
     """A fresh scratch folder and, under root, a leased uid, for one kernel."""
     with contextlib.ExitStack() as stack:
-        scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=settings.scratch_root))
-        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        scratch = scratch_folders.make("grade-", settings.scratch_root)
+        stack.callback(scratch_folders.remove, scratch)  # the home's tmpfs detached, should stopping the kernel fail
         conf = Confinement(scratch=scratch, limits=settings.limits)
         if settings.confine:
             conf.uid = stack.enter_context(leased_uid())
