@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import queue
-import resource
 import signal
 import shutil
 import sys
@@ -30,7 +29,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.sandbox import scratch as scratch_folders
 from grader.layout import Course
 from grader.results import NotebookResult
 from grader.submission import history
@@ -417,15 +415,11 @@ class Service:
 
 def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
     """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
-    scratch_folders.sweep(settings.scratch_root)  # what a killed service left: mounted homes, scratch folders
     try:
         service = Service(course, options, settings)
     except exchange.UnsafeExchange as error:
         print(f"serve: {error}", file=sys.stderr, flush=True)
         return 2
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:  # descriptors for connections and kernels alike; the connection cap keeps clients to a few
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     server = None
     if options.port is not None and not once:
         server = Server(("127.0.0.1", options.port), handler(service))
@@ -435,11 +429,7 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
           + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
           file=sys.stderr, flush=True)
     delivered_at = 0.0
-
-    def stop(signum, frame):  # SIGTERM (a hub stopping its service, systemd, kill) stops it as Ctrl-C does
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a hub's or kill's stop, as Ctrl-C does
     try:
         while True:
             if time.monotonic() - delivered_at > 2.0:

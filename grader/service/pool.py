@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import resource
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -17,6 +18,7 @@ from typing import Callable
 from grader.classroom.batch import discard_kernel, warm_kernel, grade_job
 from grader.layout import Course
 from grader.results import NotebookResult
+from grader.sandbox import scratch
 from grader.sandbox.zygote import Zygote
 from grader.submission.judge import load_rubric
 from grader.submission.pipeline import Job, Settings
@@ -32,6 +34,10 @@ class Task:
 class Pool:
     def __init__(self, course: Course, settings: Settings, workers: int):
         self.course, self.settings = course, settings
+        scratch.sweep(settings.scratch_root)  # what a killed service left (homes still mounted) goes first
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:  # descriptors for kernels and the service's connections alike (a cap keeps clients to a few)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self.tasks: queue.Queue[Task | None] = queue.Queue()
         self.zygote = Zygote() if settings.fork_server else None
         for assignment in course.assignments():
