@@ -14,6 +14,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -272,8 +273,9 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
     (tmp_path / "fixture.json").write_text(json.dumps(fixture))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     service_log = (ARTIFACTS / "submit-service.log").open("w")
-    scratch = tmp_path / "service-tmp"  # the service's temporary folder: its kernels' scratch folders, and nothing else
-    scratch.mkdir()
+    # the service's own temporary folder (its kernels' scratch folders, nothing else), short: a kernel's socket path
+    # must stay within the 107 bytes of a Unix socket address
+    scratch = Path(tempfile.mkdtemp(prefix="svc-", dir="/tmp"))
     service = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--attempts", "1", "--workers", "1",
                                 "--port", str(_free_port())], cwd=course.root, env={**_env(course), "TMPDIR": str(scratch)},
                                stdout=service_log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -298,9 +300,11 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
         service_log.close()
     # a clean stop: in time, and nothing of it left: no scratch folder, no mount, no process of its session
     assert stopped == 0, f"{stopped}\n{(ARTIFACTS / 'submit-service.log').read_text()[-2000:]}"
-    assert list(scratch.iterdir()) == [], sorted(scratch.iterdir())
+    left = sorted(p.name for p in scratch.iterdir() if p.name != "grader-uid-locks")  # the leases' locks stay
+    assert left == [], left
     assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(scratch) in line]
     assert not _session_processes(service.pid)
+    shutil.rmtree(scratch)
     result = json.loads(next(l for l in output.splitlines() if l.startswith("SUBMIT-RESULT "))[len("SUBMIT-RESULT "):])
     assert result["second"]["folders"] == 2
     # the page the learner opened is the one the service released for that submission, byte for byte
