@@ -549,3 +549,16 @@ def test_a_dead_graders_scratch_is_swept_with_its_mount_and_a_live_ones_kept(tmp
         assert str(home) not in Path("/proc/self/mountinfo").read_text()
     scratch.remove(live)
     assert not live.exists()
+
+
+def test_every_grader_leases_uids_from_one_place_whatever_its_temporary_folder(tmp_path):
+    """A grader started with its own TMPDIR (the service in tests/test_service.py) leases sandbox uids from the same
+    locks as every other grader on the machine: with a lock folder per temporary folder, two graders leased the same
+    uid, and one's sweep of that uid killed the other's kernel (both kernels died in the suite)."""
+    from grader.sandbox.lease import UID_LOCKS
+
+    elsewhere = subprocess.run([sys.executable, "-c", "from grader.sandbox.lease import UID_LOCKS; print(UID_LOCKS)"],
+                               env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=ROOT, capture_output=True, text=True,
+                               timeout=60)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert elsewhere.stdout.strip() == str(UID_LOCKS) == "/tmp/grader-uid-locks"

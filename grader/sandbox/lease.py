@@ -6,7 +6,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +14,9 @@ from grader.sandbox.view import Confinement
 
 UID_RANGE = range(61000, 62000)
 RUNNER_UID_RANGE = range(62000, 62500)  # program runners: never a uid a kernel's leftovers may still hold
-UID_LOCKS = Path(tempfile.gettempdir()) / "grader-uid-locks"
+#: one folder for every grader on the machine, whatever its TMPDIR: two graders whose temporary folders differ (a
+#: service started with its own) would otherwise each lease the same uid, and one's sweep would kill the other's kernel
+UID_LOCKS = Path("/tmp") / "grader-uid-locks"
 
 
 def _real_uid(pid: Path) -> int | None:

@@ -349,6 +349,20 @@ def judge_device_partials(e: Evidence):
             Mistake(nonzero_counts(losses, mask, p), NONZERO.replace("it counts", "these count"))])
 
 
+def finite_mesh_result(e: Evidence, key: str, maker: str, devices: int, nan: str) -> str:
+    """A value a test recorded from ``maker``'s program on a mesh of ``devices``: there (a smaller mesh's result
+    missing means the program ignored the mesh it was given) and not NaN (``nan`` says why it would be); returns the
+    value's name in the learner's words."""
+    what = e.names.get(key) or f"{maker} on a mesh of {devices} device(s)"
+    e.require(e.has(key) or devices == e.num_devices, f"{what}: no result: the program did not run there (does it "
+                                                      "use the mesh it is given, and not a mesh of the lesson's four "
+                                                      "devices?)")
+    raw = e.get(key, what=what)
+    e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
+              f"{what}: {nan}")
+    return what
+
+
 # Watched in the kernel (coursekit.checks.host_round_trip): under jax.jit device_get hands back its traced arguments,
 # so a function that copies the batch to the host and places it back exports as the psum program.
 HOST_ROUND_TRIP = ("your sharded masked mean moves the placed batch through the host: on every call it copies the "
@@ -391,13 +405,8 @@ def judge_shard_map(e: Evidence):
                for size in cases.sub_mesh_sizes_of_shard_map(p)]
     for prefix, (losses, mask), devices in judged:
         key = f"{prefix}.masked_mean"
-        what = e.names.get(key) or f"make_sharded_masked_mean on a mesh of {devices} device(s)"
-        e.require(e.has(key) or devices == p, f"{what}: no result: the program did not run there (does it use "
-                                              "the mesh it is given, and not a mesh of the lesson's four devices?)")
-        raw = e.get(key, what=what)
-        e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
-                  f"{what}: the result is NaN: a local count of zero (the empty device) was divided by; psum the "
-                  "sums and the counts, then divide once")
+        what = finite_mesh_result(e, key, "make_sharded_masked_mean", devices, "the result is NaN: a local count of "
+                                  "zero (the empty device) was divided by; psum the sums and the counts, then divide once")
         e.array(key, shape=(), jax=True, what=what)
         reference = masked_mean(losses, mask)
         mistakes = masked_mistakes(losses, mask, devices) + scaled(reference, {
@@ -548,13 +557,9 @@ def judge_accumulation(e: Evidence):
     judged += [(f"hidden.mesh{small}", cases.accumulation_batches(small)[0][1], small)]
     for prefix, batch, devices in judged:
         key = f"{prefix}.gradient"
-        what = e.names.get(key) or f"make_accumulated_gradient on a mesh of {devices} device(s)"
-        e.require(e.has(key) or devices == p, f"{what}: no result: the program did not run there (does it use "
-                                              "the mesh it is given, and not a mesh of the lesson's four devices?)")
-        raw = e.get(key, what=what)
-        e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
-                  f"{what}: the gradient is NaN: a micro-batch or a device without valid tokens was divided by its "
-                  "own count of zero; add sums and counts, divide once at the end")
+        what = finite_mesh_result(e, key, "make_accumulated_gradient", devices, "the gradient is NaN: a micro-batch or "
+                                  "a device without valid tokens was divided by its own count of zero; add sums and "
+                                  "counts, divide once at the end")
         e.array(key, shape=(batch[3].size,), jax=True, what=what)
         actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)
         e.shard_shapes(key, (batch[3].size,), devices=devices, what=what)
