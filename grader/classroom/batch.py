@@ -282,7 +282,7 @@ async def discard_kernel(warm: asyncio.Future) -> None:
     that an interrupt of the whole process group stopped first)."""
     try:
         kernel, stack = await warm
-    except BaseException:  # noqa: BLE001 - it never started: warm_kernel freed what it had
+    except Exception:  # noqa: BLE001 - it never started: warm_kernel freed what it had
         return
     for step in (lambda: stop_kernel(kernel), stack.aclose):
         try:

@@ -97,6 +97,15 @@ def _counts(counts) -> dict[str, int]:
     return {str(k)[:50]: v for k, v in counts.items() if type(v) is int and v >= 0}
 
 
+#: what the runner says of a program's structure as yes or no (``ProgramRun``'s fields): only a JSON true is yes
+FLAGS = ("manual", "manual_only", "moves_data", "looped", "carries_more")
+
+
+def _read_flags(run: ProgramRun, report: dict) -> None:
+    for name in FLAGS:
+        setattr(run, name, report.get(name) is True)
+
+
 def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> ProgramRun:
     """One program's ``ProgramRun`` from the runner's report (untrusted: checked field by field)."""
     run = ProgramRun(program.key, inputs=inputs)
@@ -105,11 +114,7 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
             raise ValueError("malformed report")
         run.collectives = _counts(verdict.get("collectives"))
         run.compiled_collectives = _counts(verdict.get("compiled_collectives"))
-        run.manual = verdict.get("manual") is True
-        run.manual_only = verdict.get("manual_only") is True
-        run.moves_data = verdict.get("moves_data") is True
-        run.looped = verdict.get("looped") is True
-        run.carries_more = verdict.get("carries_more") is True
+        _read_flags(run, verdict)
         if verdict.get("error") is not None:
             run.error = str(verdict["error"])[:500]
             return run
@@ -160,11 +165,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.out_shardings = _strings(data.get("out_shardings"))
         run.collectives = _counts(data.get("collectives"))
         run.compiled_collectives = _counts(data.get("compiled_collectives"))
-        run.manual = data.get("manual") is True
-        run.manual_only = data.get("manual_only") is True
-        run.moves_data = data.get("moves_data") is True
-        run.looped = data.get("looped") is True
-        run.carries_more = data.get("carries_more") is True
+        _read_flags(run, data)
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

@@ -200,12 +200,13 @@ class _Reader:
                 counts["@looped"] += self.in_loop(op)
             elif op.name == "sdy.manual_computation" and self.manual_over_inputs(op):
                 counts["@region"] += 1
-            for callee in self.callees(op):
+            callees = self.callees(op)
+            looping = bool(callees) and self.in_loop(op)
+            for callee in callees:
                 called = self.reach(callee)
                 counts.update(called)
-                if called.get("@payload") and self.in_loop(op):  # a function a loop calls: repeated any number
-                    counts["@payload"] += UNBOUNDED
-                if self.in_loop(op):
+                if looping:  # a function a loop calls: its collectives repeated any number of times
+                    counts["@payload"] += UNBOUNDED if called.get("@payload") else 0
                     counts["@looped"] += sum(called.get(name, 0) for name in COLLECTIVES)
         self.active.discard(name)
         self.memo[name] = counts
@@ -349,7 +350,7 @@ def moves_data(payload: int, outputs: int, split_inputs: list[int]) -> bool:
     results (a gradient, numerators and counts, even reduced twice) carries about what the program returns; a psum
     of zero buffers that each device fills with its rows (an all-gather written as an all-reduce) carries a whole
     input. Meant for the course's full mesh, where the inputs hold several times more values than the results."""
-    return bool(split_inputs) and payload > outputs + 2 and 2 * payload >= max(split_inputs)
+    return bool(split_inputs) and carries_more(payload, outputs) and 2 * payload >= max(split_inputs)
 
 
 def carries_more(payload: int, outputs: int) -> bool:

@@ -12,21 +12,20 @@ kernel sees only its home, and as another uid).
 """
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from grader.sandbox import rootfs
+
 PREFIXES = ("grade-", "programs-")
 OWNER = ".owner"
 #: a folder without a mark is being made (the mark is written right after ``mkdtemp``) or comes from an older
 #: grader; it is swept only once it is this old
 UNMARKED_GRACE_S = 120.0
-MNT_DETACH = 2
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _started(pid: int) -> str | None:
@@ -70,7 +69,8 @@ def mounts_under(folder: Path) -> list[Path]:
 def remove(folder: Path) -> None:
     """Detach whatever is mounted in ``folder`` (as root), then remove it."""
     for point in mounts_under(folder):
-        _libc.umount2(str(point).encode(), MNT_DETACH)
+        with contextlib.suppress(OSError):  # not root, or already gone: rmtree then removes what it can
+            rootfs.release_home(point)
     shutil.rmtree(folder, ignore_errors=True)
 
 
