@@ -17,7 +17,8 @@
     lab       [JUPYTER ARGS]                              the learner's JupyterLab on workspace/
     instructor [JUPYTER ARGS]                             the instructor's JupyterLab with formgrader
     serve     [--attempts N --window-hours H --counts best|last]   grade submissions as they arrive
-    hub       [--ip ADDR --port N --service-port N]        a JupyterHub for the class on this machine (root)
+    hub       [--spawner local|slurm --cull-idle SECONDS]  a JupyterHub for the class (root)
+    slurm     up|down|status                              a one-machine Slurm with two nodes (root)
 """
 from __future__ import annotations
 
@@ -259,12 +260,6 @@ def cmd_lab(args) -> int:
     return _exec_lab(*learner_lab(course, extra=args.jupyter_args))
 
 
-def cmd_hub(args) -> int:
-    from grader.hub.start import main
-
-    return main(args.ip, args.port, args.service_port, args.workers)
-
-
 def cmd_instructor(args) -> int:
     from grader.classroom.class_page import placeholder
     from grader.course.workspace import instructor_lab
@@ -412,15 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     instructor = sub.add_parser("instructor", help="the instructor's JupyterLab at the course root, with formgrader")
     instructor.add_argument("jupyter_args", nargs=argparse.REMAINDER)
     instructor.set_defaults(run=cmd_instructor)
-    hub = sub.add_parser("hub", help="a JupyterHub for the class on this machine: accounts, learners' servers, the "
-                                     "grading service (as root; docs/how-to/run-a-class-on-jupyterhub.md)")
-    hub.add_argument("--ip", default="127.0.0.1", help="the address the hub listens on (default 127.0.0.1)")
-    hub.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT", "8000")),
-                     help="the hub's port (default: $HUB_PORT or 8000)")
-    hub.add_argument("--service-port", type=int, default=DEFAULT_SERVICE_PORT,
-                     help="the grading service's loopback port for Validate (default 47080)")
-    hub.add_argument("--workers", type=int, default=None, help="the grading service's warm kernels (default: cores + 1)")
-    hub.set_defaults(run=cmd_hub)
+    from grader.hub.start import add_commands as hub_commands
+
+    hub_commands(sub, DEFAULT_SERVICE_PORT)  # hub, slurm (as root)
     return parser
 
 

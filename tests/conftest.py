@@ -124,12 +124,13 @@ def host_listeners():
 # -- three workers (make test runs pytest-xdist) -------------------------------------------------------------------
 # Each test file is one unit of work, given whole to one worker, so a module fixture is set up once. The files that
 # read the graded batch are one unit (the batch is graded once, by three kernels, on one worker), and so are the hub
-# tests (they share the machine's Unix accounts, /opt/jax-course and /srv). Units go out longest first, in the order
+# tests and the Slurm recipe (they share the machine's Unix accounts, /opt/jax-course, /srv and its one-machine Slurm,
+# which the ``slurm`` fixture brings up once for them). Units go out longest first, in the order
 # of tests/longest-first.txt (tests/durations_table.py --write makes it from a run's timing), the rest after them.
 # xdist's own --dist loadgroup cannot do this under pytest 9 (it renames items through an attribute pytest 9 no
 # longer reads), so the scheduler below groups by these units itself.
 GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_retest.py", "tests/test_scenarios.py"}
-SHARED_UNITS = {"tests/test_hub.py": "hub", "tests/test_hub_attacks.py": "hub",
+SHARED_UNITS = {"tests/test_hub.py": "hub", "tests/test_cluster_recipes.py": "hub",
                 **{path: "graded" for path in GRADED_UNIT}}
 LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
 
@@ -179,6 +180,22 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(scope="session")
 def course() -> Course:
     return Course.default()
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The one-machine Slurm (``python -m grader slurm up``: a controller, two nodes, Debian's slurm-wlm installed
+    when missing), shared by the hub unit's files on their worker; stopped, jobs cancelled, when the session ends."""
+    from grader.slurm.local import LocalSlurm  # noqa: PLC0415
+
+    if os.geteuid() != 0:
+        pytest.skip("Slurm's daemons and jobs under the learners' accounts need root")
+    cluster = LocalSlurm()
+    cluster.up(say=lambda line: None)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The package layout is the architecture: each job in its own place, and imports only go down.
 
     vocabulary (layout, cells, results, identifiers, visible_checks, raised)
-    course (build the course)    sandbox (seal a process)
+    course (build the course)    sandbox (seal a process)    slurm (a one-machine Slurm; the hub's spawner on Slurm)
     programs (judge exported programs outside the kernel)
     kernel (run a notebook in a sealed kernel)
     submission (grade one submission, step by step)
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers", "visible_checks", "raised"}
 RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
-        "nbgrader_adapter": 5, "service": 6, "hub": 6, "authoring": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1}
+        "nbgrader_adapter": 5, "service": 6, "hub": 6, "authoring": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1, "slurm": 1}
 MAX_LINES = 450
 
 

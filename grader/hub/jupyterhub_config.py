@@ -5,9 +5,12 @@ root only): paths, ports, groups. JupyterHub's own pieces do the work:
 
 * ``PAMAuthenticator``: the class logs in with its Unix passwords; members of the course's groups are allowed, the
   instructors' group are the hub's admins (for an LMS login, see docs/how-to/run-a-class-on-jupyterhub.md);
-* ``LocalProcessSpawner``: each server, and so each kernel, runs as its user's own account. Learners get
-  ``lab/learner``'s configuration on the hub's exchange, rooted at their home; staff (``jdt-graders``) get the
-  course root with formgrader;
+* ``LocalProcessSpawner`` (``--spawner local``) or batchspawner's ``SlurmSpawner`` (``--spawner slurm``,
+  ``grader.slurm.spawner``: each server a Slurm job): each server, and so each kernel, runs as its user's own
+  account. Learners get ``lab/learner``'s configuration on the hub's exchange, rooted at their home; staff
+  (``jdt-graders``) get the course root with formgrader;
+* ``jupyterhub-idle-culler`` (unless ``--cull-idle 0``): a server idle that long is stopped, and each server stops its
+  own kernels idle half that long;
 * a managed service, ``grading``: the course's ``python -m grader serve`` as root (it seals kernels) on the shared
   exchange, with the course root as its output and gradebook.
 """
@@ -40,8 +43,17 @@ c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.allowed_groups = {groups["learners"], groups["graders"], groups["instructors"]}
 c.PAMAuthenticator.admin_groups = {groups["instructors"]}
 
-c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
+if s.get("spawner") == "slurm":  # each server a Slurm job, submitted as its user (runuser: no sudo needed as root)
+    c.JupyterHub.spawner_class = "grader.slurm.spawner.CourseSlurmSpawner"
+    c.SlurmSpawner.exec_prefix = "/usr/sbin/runuser -m -u {username} --"
+    c.SlurmSpawner.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
+    c.SlurmSpawner.req_partition = s.get("slurm_partition", "course")
+    c.SlurmSpawner.req_memory = s.get("slurm_memory", "3G")  # JupyterLab, a JAX kernel on 4 CPU devices, Validate
+    c.SlurmSpawner.req_nprocs = str(s.get("slurm_cpus", 1))
+    c.SlurmSpawner.req_runtime = s.get("slurm_runtime", "8:00:00")
+else:
+    c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.start_timeout = 180  # JupyterLab and nbgrader's extensions on a busy 2-core machine
 c.Spawner.http_timeout = 180
 c.Spawner.default_url = "/lab"
@@ -68,6 +80,7 @@ def _pre_spawn(spawner) -> None:
         spawner.notebook_dir = course
         spawner.default_url = "/formgrader"
         spawner.environment = {
+            **spawner.environment,
             "JUPYTER_CONFIG_PATH": f"{course}/lab/hub:{course}/lab/instructor",
             "COURSE_ROOT": course,
             "COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/",
@@ -87,3 +100,15 @@ c.JupyterHub.services = [{
     "cwd": course,
     "environment": {"COURSE_ROOT": course, "PATH": bin_path},
 }]
+
+cull = int(s.get("cull_idle") or 0)
+if cull:  # a server idle `cull` seconds is stopped; activity is reported often enough for that to be true
+    every = max(5, min(300, cull // 6))
+    c.JupyterHub.last_activity_interval = every
+    c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(every)
+    c.Spawner.args = [f"--MappingKernelManager.cull_idle_timeout={max(1, cull // 2)}",
+                      f"--MappingKernelManager.cull_interval={every}"]
+    c.JupyterHub.services.append({"name": "idle-culler", "command": [
+        f"{venv}/bin/python", "-m", "jupyterhub_idle_culler", f"--timeout={cull}", f"--cull-every={every}"]})
+    c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+                                "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]

@@ -18,12 +18,14 @@ def checkout_root() -> Path:
 
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
-            say=print) -> tuple[list[str], dict[str, str], Path]:
+            spawner: str = "local", cull_idle: int = 3600, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
                          "learner's server as that learner, and the grading service seals kernels")
     paths = paths or Paths()
+    if spawner == "slurm":
+        say(f"hub: {slurm_ready()}")
     checkout = checkout_root()
     started = time.monotonic()
     learners = accounts.roster(checkout / "samples" / "roster.csv")
@@ -42,10 +44,12 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.learner_config(paths, checkout)
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
-                           instructor=instructor)
+                           instructor=instructor, spawner=spawner, cull_idle=cull_idle)
     say(f"hub: course root {paths.course} (2770 {instructor}:{accounts.GRADERS}); exchange {paths.exchange}; "
         f"state {paths.state} (0700 root); ready in {time.monotonic() - started:.0f} s")
     say(f"hub: demo passwords (account:password) in {paths.passwords} (root only, 0600)")
+    say(f"hub: learners' servers {'as Slurm jobs (batchspawner)' if spawner == 'slurm' else 'as local processes'}; "
+        + (f"idle servers stopped after {cull_idle} s (jupyterhub-idle-culler)" if cull_idle else "no idle culler"))
     say(f"hub: open http://{ip}:{port}/ and log in; Ctrl-C stops the hub, its proxy, the grading service and "
         "every learner's server")
     venv_bin = paths.venv / "bin"
@@ -57,9 +61,26 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     return argv, env, paths.state
 
 
-def main(ip: str, port: int, service_port: int, workers: int | None) -> int:
+def slurm_ready() -> str:
+    """The Slurm the learners' servers will be jobs of answers (a site's, or ``python -m grader slurm up``'s)."""
+    import subprocess
+
     try:
-        argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers)
+        done = subprocess.run(["sinfo", "-h", "-o", "%P %a %D %t"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        done = subprocess.CompletedProcess([], 1, "", str(error))
+    if done.returncode or not done.stdout.strip():
+        raise HubRefused("--spawner slurm: no Slurm answers `sinfo` here "
+                         f"({(done.stderr or 'no partition').strip()[:300]}). On a site, run the hub on a login node "
+                         "of the cluster; on this machine, start a one-machine cluster first: python -m grader slurm up")
+    return "Slurm partitions (name, availability, nodes, state): " + "; ".join(done.stdout.split("\n")).strip("; ")
+
+
+def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
+         cull_idle: int = 3600) -> int:
+    try:
+        argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
+                                 cull_idle=cull_idle)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -67,3 +88,32 @@ def main(ip: str, port: int, service_port: int, workers: int | None) -> int:
     os.chdir(cwd)
     os.execve(argv[0], argv, env)
     return 1  # not reached
+
+
+def add_commands(sub, service_port: int) -> None:
+    """``hub`` and ``slurm`` in ``python -m grader``'s parser."""
+    hub = sub.add_parser("hub", help="a JupyterHub for the class: accounts, learners' servers, the grading service "
+                                     "(as root; docs/how-to/run-a-class-on-jupyterhub.md)")
+    hub.add_argument("--ip", default="127.0.0.1", help="the address the hub listens on (default 127.0.0.1)")
+    hub.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT", "8000")),
+                     help="the hub's port (default: $HUB_PORT or 8000)")
+    hub.add_argument("--service-port", type=int, default=service_port,
+                     help=f"the grading service's loopback port for Validate (default {service_port})")
+    hub.add_argument("--workers", type=int, default=None, help="the grading service's warm kernels (default: cores + 1)")
+    hub.add_argument("--spawner", choices=["local", "slurm"], default="local",
+                     help="learners' servers as processes on this machine, or as Slurm jobs under their accounts "
+                          "(batchspawner; docs/how-to/run-a-class-on-a-cluster.md)")
+    hub.add_argument("--cull-idle", type=int, default=3600, metavar="SECONDS",
+                     help="stop a server idle this long, its kernels with it (jupyterhub-idle-culler; 0: never; "
+                          "default 3600)")
+    hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
+                                           args.cull_idle))
+    slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
+    slurm.add_argument("action", choices=["up", "down", "status"])
+    slurm.set_defaults(run=lambda args: _slurm(args.action))
+
+
+def _slurm(action: str) -> int:
+    from grader.slurm.local import main as slurm_main
+
+    return slurm_main(action)
