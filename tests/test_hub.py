@@ -59,20 +59,20 @@ print("PROBE " + json.dumps({{"uid": os.getuid(), "euid": os.geteuid(), "checks"
 '''
 
 
-def _as_instructor(*argv: str) -> str:
+def _as_instructor(*argv: str, course: Path = COURSE) -> str:
     done = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
-                           "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8", *argv],
-                          cwd=COURSE, capture_output=True, text=True, timeout=300)
+                           "HOME=/home/instructor", f"COURSE_ROOT={course}", "LANG=C.UTF-8", *argv],
+                          cwd=course, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{argv} as instructor:\n{done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
 
 
-def _step(url: str, fixture: Path, step: str, user: str) -> dict:
+def _step(url: str, fixture: Path, step: str, user: str, log_path: Path = ARTIFACTS / "hub.log") -> dict:
     process = subprocess.run(["node", str(BROWSER / "hub.mjs"), step, user], cwd=ROOT, text=True, timeout=420,
                              env=dict(os.environ, HUB_URL=url, HUB_FIXTURE=str(fixture), ARTIFACTS_DIR=str(ARTIFACTS)),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     print(process.stdout)
-    log = (ARTIFACTS / "hub.log").read_text()[-4000:]
+    log = log_path.read_text()[-4000:]
     assert process.returncode == 0, f"hub.mjs {step} {user}:\n{process.stdout[-4000:]}\n--- hub ---\n{log}"
     line = next(l for l in process.stdout.splitlines() if l.startswith("HUB-RESULT "))
     return json.loads(line[len("HUB-RESULT "):])

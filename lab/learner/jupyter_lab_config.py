@@ -23,7 +23,7 @@ if zmq.has("curve"):
 # No kernel debugger: JupyterLab's debugger makes the kernel start debugpy, whose adapter listens on a loopback TCP
 # port (named in its command line, which every account can read) and takes any client that connects, with no
 # credential. On a shared machine (the hub), once the learner has switched the debugger on and off again, any other
-# account could attach and run Python as that learner (tests/test_hub_attacks.py). So the server passes on only the
+# account could attach and run Python as that learner (tests/test_hub_on_slurm.py). So the server passes on only the
 # messages JupyterLab's notebooks, consoles and widgets send, never `debug_request`, and the debugger's panel is
 # turned off (labconfig/page_config.json).
 c.MappingKernelManager.allowed_message_types = [

@@ -1,8 +1,20 @@
-"""Attacks by one learner on another on a real hub (``python -m grader hub``), over HTTP and as their Unix accounts.
+"""The class on a hub whose learners' servers are Slurm jobs (``python -m grader hub --spawner slurm``), and attacks by
+one learner on another there.
 
 One hub for the module, with its own class folders (``COURSE_HUB_SRV``, wiped first) on free loopback ports, started as
-``make hub`` starts it. The victim (ada) acts through the hub's REST APIs with her own password, as her browser would;
-the attacker (blake) runs Python as his Unix account, which is what a learner's kernel can do. No browser.
+``make hub ARGS="--spawner slurm --cull-idle 60"`` starts it, on the one-machine Slurm of ``python -m grader slurm up``
+(the ``slurm`` fixture: a controller and two nodes). In order:
+
+* the class in Debian's Chromium: chen and dana log in through the hub's login page, each server a Slurm job under
+  that learner's account (``squeue``, and ``/proc`` as the test reads them), fetch, save an answer and Submit in the
+  Assignment List; the grading service grades both; each fetches their own feedback and nothing of the other's; a
+  kernel in each job runs as its learner and gets PermissionError on the other's home, the course and the exchange;
+  the instructor, whose server is a job too, sees both submissions in formgrader;
+* the attacks (no browser): the victim (ada) acts through the hub's REST APIs with her own password, as her browser
+  would; the attacker (blake) runs Python as his Unix account, which is what a learner's kernel can do;
+* the idle culler: a kernel nobody uses stops after half the timeout, the idle server (its Slurm job) after it;
+* the stop (Ctrl-C): no process of the hub or of a learner, no Slurm job, no mount or scratch folder of its grading
+  service is left.
 """
 from __future__ import annotations
 
@@ -15,23 +27,26 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from test_browser import ROOT, _free_port
-from test_hub import VENV_BIN, _stop, _wait_for, hub_prerequisites
+import test_hub
+from test_browser import ROOT, _free_port, _setup_browser
+from test_hub import VENV_BIN, _as_instructor, _fresh_learner, _step, _stop, _wait_for, hub_prerequisites
 
-SRV = Path("/srv/jax-course-attacks")
-ARTIFACTS = ROOT / "test-artifacts" / "hub-attacks"
+SRV = Path("/srv/jax-course-slurm")
+ARTIFACTS = ROOT / "test-artifacts" / "hub-on-slurm"
+CULL_IDLE = 60  # seconds: the hub's --cull-idle (kernels at half of it)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def hub():
+def hub(slurm):
     hub_prerequisites()
     requests = pytest.importorskip("requests")
     pytest.importorskip("websocket")
@@ -41,7 +56,8 @@ def hub():
     port, service_port = _free_port(), _free_port()
     with log_path.open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
-                                    str(service_port), "--workers", "1"], cwd=ROOT, stdout=log,
+                                    str(service_port), "--workers", "1", "--spawner", "slurm", "--cull-idle",
+                                    str(CULL_IDLE)], cwd=ROOT, stdout=log,
                                    stderr=subprocess.STDOUT, env=dict(os.environ, COURSE_HUB_SRV=str(SRV)),
                                    start_new_session=True)
     try:
@@ -52,14 +68,15 @@ def hub():
             if ":" in line and not line.startswith("#"):
                 name, word = line.split(":", 1)
                 passwords[name] = word
-        yield Hub(f"http://127.0.0.1:{port}", passwords, requests, service_port)
+        yield Hub(f"http://127.0.0.1:{port}", passwords, requests, service_port, process, log_path)
     finally:
         _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
 
 
 class Hub:
-    def __init__(self, url: str, passwords: dict[str, str], requests, service_port: int):
+    def __init__(self, url: str, passwords: dict[str, str], requests, service_port: int, process, log_path: Path):
         self.url, self.passwords, self.requests, self.service_port = url, passwords, requests, service_port
+        self.process, self.log_path = process, log_path
 
     def login(self, user: str) -> str:
         """Log in through the hub's login page (PAM), start the user's server, return an API token of theirs."""
@@ -183,6 +200,72 @@ for port in ports:
     found["results"].append(answer)
 print("DAP " + json.dumps(found))
 '''
+
+
+# -- the class on Slurm, in the browser --------------------------------------------------------------------------------
+CLASS = ("chen", "dana")
+ASSIGNMENT = "sharded_step"
+
+
+def _jobs() -> dict[str, tuple[str, str]]:
+    """Running Slurm jobs by account, as ``squeue`` lists them: (job id, node)."""
+    listed = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%u %i %N"], capture_output=True, text=True)
+    return {user: (job, node) for user, job, node in (line.split() for line in listed.stdout.splitlines())}
+
+
+def _owned_by(user: str, word: str) -> list[int]:
+    """Processes of ``user``'s account whose command line has ``word``."""
+    uid, found = pwd.getpwnam(user).pw_uid, []
+    for pid in _processes():
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid and word.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_class_on_slurm_in_the_browser(hub, slurm):
+    _setup_browser()
+    course = SRV / "course"
+    for name in CLASS:
+        _fresh_learner(name)
+    _as_instructor(str(VENV_BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force", course=course)
+    others = {CLASS[0]: CLASS[1], CLASS[1]: CLASS[0]}
+    probe = test_hub.PROBE.replace(str(test_hub.SRV), str(SRV))  # the same probe, on this hub's folders
+    fixture = {"passwords": hub.passwords, "assignment": ASSIGNMENT, "students": list(CLASS), "other": others,
+               "answers": {name: json.loads((ROOT / "samples" / "submitted" / name / ASSIGNMENT /
+                                             f"{ASSIGNMENT}.ipynb").read_text()) for name in CLASS},
+               "probe": {name: probe.replace("{other}", other) for name, other in others.items()}}
+    fixture_path = SRV / "hub" / "fixture.json"  # holds passwords: in the root-only state folder
+    fixture_path.write_text(json.dumps(fixture))
+    placed = {}
+    for name in CLASS:
+        assert _step(hub.url, fixture_path, "submit", name, hub.log_path)["submitted"] == 1
+        # the learner's server is a Slurm job under the learner's account, and its processes are in that job
+        job, node = _jobs()[name]
+        servers = _owned_by(name, "jupyterhub-singleuser")
+        assert servers, f"no server process of {name}'s: {_jobs()}"
+        for pid in servers:
+            assert f"/job_{job}/" in Path(f"/proc/{pid}/cgroup").read_text(), (name, job, pid)
+        placed[name] = node
+    assert set(placed.values()) == set(slurm.nodes), placed  # one on each node: the second reached at 127.0.0.2
+
+    pages = {name: _step(hub.url, fixture_path, "feedback", name, hub.log_path) for name in CLASS}
+    for name, other in others.items():
+        text = pages[name]["text"]
+        assert f"{ASSIGNMENT} · {name}" in text and "Autograded score:" in text and f"· {other}" not in text, text[:800]
+        for route, answer in pages[name]["theirs"].items():  # the other learner's server, files, hub record
+            assert answer["status"] != 200 and not answer["content"], (name, route, answer)
+        checked = json.loads(pages[name]["probe"].strip().splitlines()[-1][len("PROBE "):])
+        assert checked["uid"] == checked["euid"] == pwd.getpwnam(name).pw_uid  # the kernel runs as the learner
+        assert len(checked["checks"]) == 10 and set(checked["checks"].values()) == {"PermissionError"}, checked
+    log = hub.log_path.read_text()
+    assert all(f"serve: {name}/{ASSIGNMENT}: graded" in log for name in CLASS)
+
+    staff = _step(hub.url, fixture_path, "formgrader", "instructor", hub.log_path)
+    assert all(name in staff["text"] for name in CLASS), staff["text"]
+    assert "instructor" in _jobs()  # the instructor's server is a Slurm job too
 
 
 def test_another_learner_cannot_attach_to_a_kernels_debugger(hub):
@@ -376,3 +459,84 @@ def test_one_learner_cannot_shut_the_others_out_of_validate(hub):
     finally:
         os.killpg(attacker.pid, 9)
         attacker.wait()
+
+
+# -- the idle culler, then the stop ----------------------------------------------------------------------------------
+def test_the_idle_culler_stops_an_idle_kernel_then_the_idle_server(hub):
+    """jupyterhub-idle-culler, as the hub's service, with the test hub's --cull-idle: a kernel nobody uses stops after
+    half of it (the server's own culling), the idle server, its Slurm job with it, after it. Watched from outside the
+    server (its processes, the hub's record, squeue): a request through the proxy would be activity."""
+    user = "ada"
+    token = hub.login(user)
+    kernel = hub.kernel(user, token)
+    began = time.monotonic()
+    headers = {"Authorization": f"token {token}"}
+    kernel_gone = server_gone = None
+    while server_gone is None:
+        elapsed = time.monotonic() - began
+        assert elapsed < CULL_IDLE + 90, (kernel_gone, hub.log_path.read_text()[-3000:])
+        if kernel_gone is None and not _owned_by(user, kernel):
+            kernel_gone = elapsed
+        record = hub.requests.get(f"{hub.url}/hub/api/users/{user}", headers=headers).json()
+        if not record.get("servers") and user not in _jobs() and not _owned_by(user, "jupyterhub-singleuser"):
+            server_gone = elapsed
+        time.sleep(1)
+    assert kernel_gone is not None and CULL_IDLE / 2 - 2 <= kernel_gone < server_gone, (kernel_gone, server_gone)
+    assert server_gone >= CULL_IDLE - 2, server_gone
+    assert f"Culling server {user}" in hub.log_path.read_text()
+
+
+def test_the_stop_leaves_nothing_behind(hub):
+    """Ctrl-C: the hub stops its proxy, its services (grading, culler) and every learner's server (their Slurm jobs);
+    after it no process of its session or of the class's accounts, no job, and no scratch folder or mount of its
+    grading service is left."""
+    from grader.sandbox import scratch
+
+    tree = _descendants(hub.process.pid)  # the proxy, the grading service and its kernels' helpers, the culler
+    assert any(f"--exchange\0{SRV}/exchange".encode() in _cmdline(pid) for pid in tree), "no grading service"
+    marks = [f for f in Path(tempfile.gettempdir()).iterdir() if f.name.startswith(scratch.PREFIXES)
+             and (f / scratch.OWNER).exists() and int((f / scratch.OWNER).read_text().split()[0]) in tree]
+    assert marks, "the service has warm kernels: their scratch folders carry its pid"
+    hub.login("blake")  # a server running at the stop
+    began = time.monotonic()
+    hub.process.send_signal(signal.SIGINT)
+    hub.process.wait(timeout=90)
+    took = time.monotonic() - began
+    accounts = {pwd.getpwnam(name).pw_uid for name in ("ada", "blake", *CLASS, "instructor")}
+    left = []
+    for pid in _processes():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat[stat.rindex(")") + 2] == "Z":  # exited; this machine's PID 1 is no init and reaps no orphan
+                continue
+            if int(pid) in tree or os.getsid(int(pid)) == hub.process.pid or os.stat(f"/proc/{pid}").st_uid in accounts:
+                left.append(_cmdline(int(pid)).replace(b"\0", b" ").decode(errors="replace")[:200])
+        except (OSError, ValueError):
+            continue
+    assert not left, left
+    assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+    mounts = Path("/proc/mounts").read_text()
+    assert not [f for f in marks if f.exists() or str(f) in mounts], marks
+    assert hub.process.returncode == 0 and took < 60, (hub.process.returncode, took)
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {}
+    for pid in map(int, _processes()):
+        try:
+            parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grown = {root}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    return tree
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
