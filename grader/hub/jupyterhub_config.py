@@ -48,10 +48,11 @@ if s.get("spawner") == "slurm":  # each server a Slurm job, submitted as its use
     c.JupyterHub.spawner_class = "grader.slurm.spawner.CourseSlurmSpawner"
     c.SlurmSpawner.exec_prefix = "/usr/sbin/runuser -m -u {username} --"
     c.SlurmSpawner.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
-    c.SlurmSpawner.req_partition = s.get("slurm_partition", "course")
-    c.SlurmSpawner.req_memory = s.get("slurm_memory", "3G")  # JupyterLab, a JAX kernel on 4 CPU devices, Validate
-    c.SlurmSpawner.req_nprocs = str(s.get("slurm_cpus", 1))
-    c.SlurmSpawner.req_runtime = s.get("slurm_runtime", "8:00:00")
+    job = s.get("slurm") or {}  # python -m grader hub --slurm-partition/-memory/-cpus/-runtime
+    c.SlurmSpawner.req_partition = job.get("partition", "course")
+    c.SlurmSpawner.req_memory = job.get("memory", "3G")  # JupyterLab, a JAX kernel on 4 CPU devices, Validate
+    c.SlurmSpawner.req_nprocs = str(job.get("cpus", "1"))
+    c.SlurmSpawner.req_runtime = job.get("runtime", "8:00:00")
 else:
     c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.start_timeout = 180  # JupyterLab and nbgrader's extensions on a busy 2-core machine

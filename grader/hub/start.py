@@ -18,7 +18,7 @@ def checkout_root() -> Path:
 
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
-            spawner: str = "local", cull_idle: int = 3600, say=print) -> tuple[list[str], dict[str, str], Path]:
+            spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
@@ -44,7 +44,7 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.learner_config(paths, checkout)
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
-                           instructor=instructor, spawner=spawner, cull_idle=cull_idle)
+                           instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm)
     say(f"hub: course root {paths.course} (2770 {instructor}:{accounts.GRADERS}); exchange {paths.exchange}; "
         f"state {paths.state} (0700 root); ready in {time.monotonic() - started:.0f} s")
     say(f"hub: demo passwords (account:password) in {paths.passwords} (root only, 0600)")
@@ -77,10 +77,10 @@ def slurm_ready() -> str:
 
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
-         cull_idle: int = 3600) -> int:
+         cull_idle: int = 3600, slurm: dict | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle)
+                                 cull_idle=cull_idle, slurm=slurm)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -104,10 +104,14 @@ def add_commands(sub, service_port: int) -> None:
                      help="learners' servers as processes on this machine, or as Slurm jobs under their accounts "
                           "(batchspawner; docs/how-to/run-a-class-on-a-cluster.md)")
     hub.add_argument("--cull-idle", type=int, default=3600, metavar="SECONDS",
-                     help="stop a server idle this long, its kernels with it (jupyterhub-idle-culler; 0: never; "
+                     help="stop a server idle this long, and kernels idle half as long (jupyterhub-idle-culler; 0: never; "
                           "default 3600)")
+    for name, default, what in (("partition", "course", "partition"), ("memory", "3G", "memory (--mem)"),
+                                ("cpus", "1", "CPUs (--cpus-per-task)"), ("runtime", "8:00:00", "time limit (--time)")):
+        hub.add_argument(f"--slurm-{name}", default=default, help=f"each server's Slurm {what} (default {default})")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
-                                           args.cull_idle))
+                                           args.cull_idle, {name: getattr(args, f"slurm_{name}") for name in
+                                                            ("partition", "memory", "cpus", "runtime")}))
     slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
     slurm.add_argument("action", choices=["up", "down", "status"])
     slurm.set_defaults(run=lambda args: _slurm(args.action))
