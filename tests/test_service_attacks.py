@@ -11,7 +11,9 @@ import getpass
 import io
 import json
 import os
+import pwd
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -367,3 +369,86 @@ def test_a_learner_cannot_replace_another_learners_submission_folder(tmp_path):
         assert "REPLACED" in own.stdout, own.stdout + own.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- a flood of folders from one account ------------------------------------------------------------------------
+
+FLOODER, LEARNER = "daemon", "nobody"  # accounts every Debian machine has; the learner's name sorts after the flood's
+FLOOD = 20_000
+
+
+def _flood(inbound: Path) -> None:
+    uid = pwd.getpwnam(FLOODER).pw_uid
+    for n in range(FLOOD):  # empty: each waits out SUBMIT_GRACE_S for a secret that never comes, then is refused
+        folder = inbound / f"{FLOODER}+sharded_step+2026-12-01 10:00:00.000000 UTC+{n:05d}"
+        folder.mkdir()
+        os.chown(folder, uid, -1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="two accounts own the folders: chown needs root")
+def test_a_flood_of_folders_from_one_account_neither_holds_back_another_nor_grows_a_scan(tmp_path, monkeypatch):
+    """20,000 empty folders from one account: every scan looked at (and ``lstat``-ed) all of them, four times a
+    second, and a learner whose name sorts after the flooder's waited behind them. Now each scan looks at no more
+    than ``MAX_PER_SCAN`` folders, in turns across accounts, and a folder is ``lstat``-ed once."""
+    service = _service(tmp_path, monkeypatch)
+    inbound = _inbound(tmp_path)
+    _flood(inbound)
+    looked, lstats, take, lstat = [0], [0], service.take, os.lstat
+    monkeypatch.setattr(service, "take", lambda arrival, now: looked.append(arrival.name) or take(arrival, now))
+    monkeypatch.setattr(exchange.os, "lstat", lambda path, *a, **k: (
+        lstats.append(path) if str(path).startswith(str(inbound)) else None) or lstat(path, *a, **k))
+    for turn in range(3):
+        mine = _submission(inbound, LEARNER)
+        os.chown(mine, pwd.getpwnam(LEARNER).pw_uid, -1)
+        looked[:], lstats[:] = [], []
+        _quiet_scan(service)
+        assert [task.job.student_id for task in service.pool.tasks] == [LEARNER] * (turn + 1)  # in the first scan
+        assert len(looked) <= app.MAX_PER_SCAN, f"one scan looked at {len(looked)} folders"
+        if turn:
+            assert lstats == [mine], f"{len(lstats)} folders lstat-ed again"
+        monkeypatch.setattr(app, "SUBMIT_GRACE_S", 0.0)  # from now on the flood's folders are refused, in turns
+    assert service.decided[FLOODER] > 0
+
+
+SERVE_UNDER_FLOOD = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from grader.layout import Course
+    from grader.service import app
+    from grader.service.attempts import Policy
+    from grader.submission.pipeline import Settings
+    class Pool:  # no kernels: the loop, the refusals and the stop are what is measured
+        def __init__(self, *args): pass
+        def submit(self, task): pass
+        def waiting(self): return 0
+        def close(self): pass
+    app.Pool, app.SUBMIT_GRACE_S = Pool, 0.5
+    tmp = Path(sys.argv[1])
+    options = app.Options(exchange=tmp / "exchange", course_id="course", out=tmp / "out", port=None,
+                          policy=Policy())
+    sys.exit(app.serve(Course.default(), options, Settings(out=tmp / "out")))
+''')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="two accounts own the folders: chown needs root")
+def test_ctrl_c_stops_the_service_within_ten_seconds_under_a_flood(tmp_path):
+    """The service's loop with 20,000 waiting folders from one account: Ctrl-C (SIGINT) stops it, exit status 0,
+    within 10 s, while it refuses them."""
+    exchange.prepare(tmp_path / "exchange", "course")  # as the service makes it
+    _flood(_inbound(tmp_path))
+    err = tmp_path / "serve.err"
+    with err.open("w") as stream:
+        service = subprocess.Popen([sys.executable, "-c", SERVE_UNDER_FLOOD, str(tmp_path)], cwd=ROOT,
+                                   stderr=stream, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while err.read_text().count("refused") < 50:  # well into the flood
+            assert service.poll() is None and time.monotonic() < deadline, err.read_text()[-2000:]
+            time.sleep(0.2)
+        began = time.monotonic()
+        service.send_signal(signal.SIGINT)
+        status = service.wait(timeout=30)
+        took = time.monotonic() - began
+    finally:
+        service.kill()
+    assert status == 0 and took <= 10, (status, took, err.read_text()[-2000:])

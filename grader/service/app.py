@@ -44,7 +44,7 @@ from grader.submission.pipeline import Job, Settings, notebook_name
 
 DEFAULT_PORT = 47080  # loopback only
 SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
-MAX_PER_SCAN = 100  # folders decided per scan (four scans a second)
+MAX_PER_SCAN = 100  # folders looked at per scan (four scans a second), in turns across accounts
 
 
 @dataclass
@@ -69,6 +69,7 @@ class Service:
         self.known = self.ledger.seen() | self.refusals.seen()
         self.first_seen: dict[str, float] = {}  # folders waiting for their secret: when this service first saw them
         self.decided: dict[str, int] = {}  # decisions per owning account in this run (fair turns within a scan)
+        self.listing: dict[str, exchange.Arrival] = {}  # undecided folders, each looked at once
         self.pending: dict[tuple[str, str], list[float]] = {}  # graded attempts decided but not finished
         self.finishing = 0  # graded attempts whose page and gradebook entry are being written (not idle yet)
         self.lock = threading.Lock()
@@ -85,7 +86,8 @@ class Service:
     def _arrivals(self) -> list[exchange.Arrival]:
         try:
             found = exchange.arrivals(self.options.exchange, self.options.course_id, self.known,
-                                      self.course.assignments(), check_owner=self.options.check_owner)
+                                      self.course.assignments(), check_owner=self.options.check_owner,
+                                      cache=self.listing)
         except OSError as error:
             if not self._listing_failed:  # said once, not four times a second
                 print(f"serve: WARNING: the inbound folder cannot be listed ({error}); nothing is graded until it "
@@ -98,15 +100,13 @@ class Service:
         return found
 
     def scan(self) -> int:
-        """Decide up to ``MAX_PER_SCAN`` new folders, the accounts with the fewest decisions so far first (a learner
-        who makes thousands of folders does not hold back everyone else's submissions)."""
-        found = sorted(self._arrivals(), key=lambda a: (self.decided.get(a.owner, 0), a.name))
+        """Look at up to ``MAX_PER_SCAN`` new folders in turns across accounts (``exchange.fair_turns``: a learner who
+        makes thousands of folders does not hold back everyone else's submissions) and decide what can be."""
+        found = self._arrivals()
         listed = {a.name for a in found}
         self.first_seen = {name: t for name, t in self.first_seen.items() if name in listed}  # gone: not waited for
         taken = 0
-        for arrival in found:
-            if taken >= MAX_PER_SCAN:
-                break
+        for arrival in exchange.fair_turns(found, self.decided, MAX_PER_SCAN):
             try:
                 decided = self.take(arrival, time.time())
             except Exception as error:  # noqa: BLE001 - one folder (a full disk, a vanished file) never stops the loop

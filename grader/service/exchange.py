@@ -20,6 +20,7 @@ folder first (the exchange root is world-writable) cannot point ``feedback`` any
 from __future__ import annotations
 
 import contextlib
+import heapq
 import hashlib
 import os
 import pwd
@@ -115,19 +116,27 @@ def prepare(exchange: Path, course_id: str) -> None:
 
 
 def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[str], *,
-             check_owner: bool = True) -> list[Arrival]:
+             check_owner: bool = True, cache: dict[str, Arrival] | None = None) -> list[Arrival]:
     """New inbound folders (not in ``known``), by name; unusable ones carry their ``problem``.
 
     ``check_owner`` (nbgrader's ``CollectApp.check_owner``): the inbound directory is writable by every learner,
     so a folder named ``victim+assignment+...`` is graded as the victim's only when the victim's Unix account owns
     it; otherwise anyone could spend another learner's attempts or replace the grade that counts. This look is a
     first sort only: ``open_folder`` checks again on the folder it opened. Raises ``OSError`` when the inbound
-    folder cannot be listed (the caller says so; an empty answer would hide it)."""
+    folder cannot be listed (the caller says so; an empty answer would hide it). ``cache``: the arrivals of earlier
+    listings by name, kept while still listed and undecided, so a folder is looked at (``lstat``) once, not on every
+    scan while thousands wait their turn."""
     inbound = course_dir(exchange, course_id) / "inbound"
     with os.scandir(inbound) as entries:
         names = sorted(e.name for e in entries if e.name not in known)
+    cache = {} if cache is None else cache
+    for gone in set(cache).difference(names):
+        del cache[gone]
     found = []
     for name in names:
+        if name in cache:
+            found.append(cache[name])
+            continue
         folder = inbound / name
         parts = name.split("+")
         student, assignment = (parts + ["", ""])[:2]
@@ -137,9 +146,22 @@ def arrivals(exchange: Path, course_id: str, known: set[str], assignments: list[
         except OSError:
             continue  # gone already (the instructor cleaned up)
         problem = _problem(info, parts, student, assignment, assignments, check_owner)
-        found.append(Arrival(name, folder, student if not problem else shown_name(student), assignment,
-                             shown_name(timestamp[:MAX_TIMESTAMP_CHARS]), problem, owner(info.st_uid)))
+        cache[name] = Arrival(name, folder, student if not problem else shown_name(student), assignment,
+                              shown_name(timestamp[:MAX_TIMESTAMP_CHARS]), problem, owner(info.st_uid))
+        found.append(cache[name])
     return found
+
+
+def fair_turns(found: list[Arrival], decided: dict[str, int], limit: int) -> list[Arrival]:
+    """The folders one scan looks at: at most ``limit``, taken in turns across the accounts that own them (each
+    account's k-th waiting folder after the ``decided`` ones it had), by name within a turn. One learner's thousands
+    of folders neither hold back another learner's submission nor make a scan look at more than ``limit``."""
+    turn: dict[str, int] = {}
+    keyed = []
+    for arrival in found:
+        keyed.append((decided.get(arrival.owner, 0) + turn.get(arrival.owner, 0), arrival.name, arrival))
+        turn[arrival.owner] = turn.get(arrival.owner, 0) + 1
+    return [arrival for *_, arrival in heapq.nsmallest(limit, keyed, key=lambda k: k[:2])]
 
 
 def _problem(info: os.stat_result, parts, student: str, assignment: str, assignments, check_owner: bool) -> str | None:
