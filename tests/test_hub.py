@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -222,6 +223,7 @@ def test_a_class_on_jupyterhub_in_the_browser():
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
         _a_term(url, fixture, fixture_path, log_path, hub)
+        stop_leaves_nothing(hub, SRV, (*LEARNERS, "instructor"))
     finally:
         _stop(hub, signal.SIGINT, 60)  # Ctrl-C, as at the terminal: the hub stops its proxy, service, servers
     print(f"hub ready {ready:.0f} s after `python -m grader hub`; whole test {time.monotonic() - began:.0f} s")
@@ -328,6 +330,68 @@ def _a_term(url: str, fixture: dict, fixture_path: Path, log_path: Path, hub: su
     told = _as_instructor(python, "-m", "grader", "history", "blake")
     assert "held_out" in told and "invalid_notebook" in told and "by instructor" in told, told
     assert f"counts now: {ASSIGNMENT}/{ASSIGNMENT}.ipynb: {11 + 1.5 - 0.1 * 12.5:g} of 13" in told, told
+
+
+def stop_leaves_nothing(hub: subprocess.Popen, srv: Path, accounts: tuple[str, ...]) -> None:
+    """Ctrl-C stops the hub (exit 0, within 60 s) and leaves nothing: no process of its tree (proxy, grading
+    service, culler), of its session or of the class's accounts, and no scratch folder or mount of its grading
+    service's kernels (``grader.sandbox.scratch`` marks each with its grader's pid)."""
+    from grader.sandbox import scratch
+
+    tree = _descendants(hub.pid)
+    assert any(f"--exchange\0{srv}/exchange".encode() in _cmdline(pid) for pid in tree), "no grading service"
+    marks = [f for f in Path(tempfile.gettempdir()).iterdir() if f.name.startswith(scratch.PREFIXES)
+             and (f / scratch.OWNER).exists() and int((f / scratch.OWNER).read_text().split()[0]) in tree]
+    assert marks, "the service has warm kernels: their scratch folders carry its pid"
+    began = time.monotonic()
+    hub.send_signal(signal.SIGINT)
+    hub.wait(timeout=90)
+    took = time.monotonic() - began
+    uids = {pwd.getpwnam(name).pw_uid for name in accounts}
+    left = [_cmdline(pid).replace(b"\0", b" ").decode(errors="replace")[:200]
+            for pid in _processes_of(uids, tree, hub.pid)]
+    assert not left, left
+    mounts = Path("/proc/mounts").read_text()
+    assert not [f for f in marks if f.exists() or str(f) in mounts], marks
+    assert hub.returncode == 0 and took < 60, (hub.returncode, took)
+    print(f"the hub stopped in {took:.1f} s and left nothing")
+
+
+def _processes_of(uids: set[int], tree: set[int], session: int) -> list[int]:
+    """Running processes of these accounts, of this process tree or of this session (zombies are not running: this
+    machine's PID 1 is no init and reaps no orphan)."""
+    found = []
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat[stat.rindex(")") + 2] != "Z" and (pid in tree or os.getsid(pid) == session
+                                                       or os.stat(f"/proc/{pid}").st_uid in uids):
+                found.append(pid)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {}
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        try:
+            parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grown = {root}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    return tree
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_a_second_hub_on_the_machine_keeps_the_accounts_passwords(tmp_path, monkeypatch):

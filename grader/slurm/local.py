@@ -123,18 +123,19 @@ class LocalSlurm:
         return changed
 
     def start(self, timeout: float = 60) -> None:
-        if self.running():
-            return
+        """Start what is not running (munged where none answers, the controller, each node), wait until idle."""
+        running = self.pids()
         munge = pwd.getpwnam("munge")
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         os.chown("/run/munge", munge.pw_uid, munge.pw_gid)
         if subprocess.run(["munge", "-n"], capture_output=True).returncode:  # no munged answering yet: ours
             _run("runuser", "-u", "munge", "--", "/usr/sbin/munged")
             (self.state / "munged.ours").touch()
-        _run("/usr/sbin/slurmctld")
-        first, second = self.nodes
-        _run("/usr/sbin/slurmd", "-N", first)
-        _run("/usr/sbin/slurmd", "-N", second)
+        if "slurmctld" not in running:
+            _run("/usr/sbin/slurmctld")
+        for node in self.nodes:
+            if f"slurmd-{node}" not in running:
+                _run("/usr/sbin/slurmd", "-N", node)
         deadline = time.monotonic() + timeout
         while self.idle_nodes() < 2:
             if time.monotonic() > deadline:
@@ -161,9 +162,6 @@ class LocalSlurm:
             except (OSError, ValueError, IndexError):
                 continue
         return {name: pid for name, pid in found.items() if _alive(pid)}
-
-    def running(self) -> bool:
-        return len(self.pids()) == 3
 
     def idle_nodes(self) -> int:
         done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True)
