@@ -461,6 +461,25 @@ def test_one_learner_cannot_shut_the_others_out_of_validate(hub):
         attacker.wait()
 
 
+def test_the_load_benchmarks_learner_session_runs_on_the_slurm_hub(hub):
+    """``benchmarks/hub_load.py`` plays N of these sessions at once (docs/explanation/capacity.md); one here keeps it
+    working: log in, the server (a Slurm job) started, fetch, the solved notebook's cells in a kernel over its
+    websocket, Validate, Submit, the feedback fetched, the server stopped. Its times are not judged here."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import hub_learner
+
+    solved = ROOT / "samples" / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    measured = {}
+    session = hub_learner.run(hub.url, "ada", hub.passwords["ada"], ASSIGNMENT, solved,
+                              lambda who: measured.setdefault(who, hub_learner.memory_mb(who)))
+    assert session.failed is None, session.failed
+    cells = [c for c in json.loads(solved.read_text())["cells"] if c["cell_type"] == "code"]
+    assert len(session.cells) == len(cells) and session.validate and session.feedback and measured["ada"] > 50
+    deadline = time.monotonic() + 60
+    while "ada" in _jobs() and time.monotonic() < deadline:  # scancel's job ends within seconds
+        time.sleep(0.5)
+    assert "ada" not in _jobs()  # the session left: its server's job ended
+
 # -- the idle culler, then the stop ----------------------------------------------------------------------------------
 def test_the_idle_culler_stops_an_idle_kernel_then_the_idle_server(hub):
     """jupyterhub-idle-culler, as the hub's service, with the test hub's --cull-idle: a kernel nobody uses stops after
