@@ -123,11 +123,23 @@ def cmd_serve(args) -> int:
     settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices,
                         platform=args.platform, confine=not args.no_confine, compile_cache=False,
                         judged=Judged())  # the service's run is its lifetime: identical programs judged once
+    cluster = None
+    if args.slurm_workers:  # kernels on Dask workers in Slurm jobs, over the course's mutual TLS
+        if args.tls_dir is None:
+            print("serve: --slurm-workers needs --tls-dir (python -m grader certs DIR makes one)", file=sys.stderr)
+            return 2
+        import functools
+
+        from grader.classroom.cluster import slurm_client
+
+        cluster = functools.partial(slurm_client, args.slurm_workers, args.tls_dir.resolve(), host=args.scheduler_host,
+                                    queue=args.slurm_partition)
     options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
-                      out=args.out.resolve(), policy=policy, workers=args.workers or default_workers(),
+                      out=args.out.resolve(), policy=policy,
+                      workers=args.workers or (3 * args.slurm_workers if cluster else default_workers()),
                       gradebook=None if args.no_gradebook else
                       (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
-                      port=args.port, check_owner=not args.no_check_owner)
+                      port=args.port, check_owner=not args.no_check_owner, cluster=cluster)
     return serve(course, options, settings, once=args.once)
 
 
@@ -334,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="grade a submission under the student id its folder names even when another Unix "
                             "account owns it (one account for every learner, as in a demo or a benchmark)")
     serve.add_argument("--once", action="store_true", help="grade what is in the exchange now, then stop")
+    serve.add_argument("--slurm-workers", type=int, default=0, metavar="N",
+                       help="grade on N Dask workers in Slurm jobs (dask-jobqueue; needs --tls-dir) instead of here")
+    serve.add_argument("--tls-dir", type=Path, metavar="DIR", help="the course's certificates (python -m grader certs)")
+    serve.add_argument("--scheduler-host", default="127.0.0.1", help="an address of this machine every node reaches")
+    serve.add_argument("--slurm-partition", default=None, help="the Slurm partition of the grading jobs")
     serve.add_argument("--no-confine", action="store_true", help="skip the uid switch and mount hiding (development only)")
     _limit_arguments(serve, defaults)
     serve.set_defaults(run=cmd_serve)

@@ -57,7 +57,7 @@ def hub(slurm):
     with log_path.open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
                                     str(service_port), "--workers", "1", "--spawner", "slurm", "--cull-idle",
-                                    str(CULL_IDLE)], cwd=ROOT, stdout=log,
+                                    str(CULL_IDLE), "--grading-jobs", "1"], cwd=ROOT, stdout=log,
                                    stderr=subprocess.STDOUT, env=dict(os.environ, COURSE_HUB_SRV=str(SRV)),
                                    start_new_session=True)
     try:
@@ -249,7 +249,9 @@ def test_a_class_on_slurm_in_the_browser(hub, slurm):
         for pid in servers:
             assert f"/job_{job}/" in Path(f"/proc/{pid}/cgroup").read_text(), (name, job, pid)
         placed[name] = node
-    assert set(placed.values()) == set(slurm.nodes), placed  # one on each node: the second reached at 127.0.0.2
+    # Slurm spreads the jobs (least-loaded node first): with the service's grading job, they use both nodes, and a
+    # server on the second is reached at its address, 127.0.0.2
+    assert set(placed.values()) | {_jobs()["root"][1]} == set(slurm.nodes), (placed, _jobs())
 
     pages = {name: _step(hub.url, fixture_path, "feedback", name, hub.log_path) for name in CLASS}
     for name, other in others.items():
@@ -262,6 +264,7 @@ def test_a_class_on_slurm_in_the_browser(hub, slurm):
         assert len(checked["checks"]) == 10 and set(checked["checks"].values()) == {"PermissionError"}, checked
     log = hub.log_path.read_text()
     assert all(f"serve: {name}/{ASSIGNMENT}: graded" in log for name in CLASS)
+    assert "root" in _jobs(), _jobs()  # graded on the service's Dask worker, a Slurm job of root's
 
     staff = _step(hub.url, fixture_path, "formgrader", "instructor", hub.log_path)
     assert all(name in staff["text"] for name in CLASS), staff["text"]

@@ -209,6 +209,77 @@ def programs_from(payload, declared: list) -> dict:
     return by_test(runs)
 
 
+class ClusterRun:
+    """One grading run's use of a Dask cluster, a submission at a time: ``submit`` prepares it here and sends its
+    notebook to a worker, ``collect`` turns what came back into its result (judged here, as the local path does).
+    The instructor's compiled programs are scattered to every worker once (``grader.classroom.compile_cache``), and
+    a worker reuses program runs within this run only. Used by a batch run (``grade_all_on_cluster``) and by the
+    grading service (``grader.service.pool.ClusterPool``)."""
+
+    def __init__(self, client, course: Course, settings: Settings, assignments: list[str], *,
+                 max_result_bytes: int | None = None):
+        self.client, self.course, self.settings, self.max_result_bytes = client, course, settings, max_result_bytes
+        self.limits = asdict(settings.limits)
+        self.cache = None
+        fill = worth_filling(assignments)
+        if settings.compile_cache and settings.confine and fill:
+            self.cache = client.scatter([fill_request(course, fill, settings)], broadcast=True, hash=True)[0]
+        self.token = secrets.token_hex(16)
+
+    def submit(self, job, settings: Settings | None = None):
+        """``(future, pending)`` for a submission sent to a worker, or ``(None, result)`` when it was decided here
+        (nothing to run, or the grader failed preparing it). ``settings``: this submission's own (its output folder,
+        as the service gives each attempt one), else the run's."""
+        settings = settings or self.settings
+        prepared = None
+        try:
+            prepared = prepare(job, self.course, settings)
+            prepare_s = time.monotonic() - prepared.started
+            if prepared.notebook is None:
+                return None, finish(prepared, None, self.course, settings)
+            sent = json.dumps(prepared.notebook)
+            cap = self.max_result_bytes if self.max_result_bytes is not None else result_cap(sent, settings.limits)
+            declared = declared_programs(self.course, job.assignment_id, settings.num_devices)
+            programs = {"num_devices": settings.num_devices, "run": self.token,
+                        "declared": [program_to_json(program) for program in declared]}
+            future = self.client.submit(execute_notebook, sent, self.limits, settings.confine, programs,
+                                        settings.fork_server, self.cache, pure=False, retries=RETRIES)
+            return future, (prepared, prepare_s, cap, declared, settings)
+        except Exception:
+            return None, grader_error(job, self.course, settings, prepared)
+
+    def collect(self, future, pending) -> NotebookResult:
+        prepared, prepare_s, cap, declared, settings = pending
+        try:
+            payload = future.result()
+            execution = execution_from(payload, prepared.notebook, max_notebook_chars=cap)
+            # Time as the local path counts it: prepare, execute, finish (not the wait in the queue).
+            prepared.started = time.monotonic() - execution.seconds - prepare_s
+            return finish(prepared, execution, self.course, settings, programs_from(payload, declared))
+        except Exception:
+            return grader_error(prepared.job, self.course, settings, prepared)
+        finally:
+            future.release()
+
+
+def slurm_client(jobs: int, tls: Path, *, host: str = "127.0.0.1", memory: str = "4GiB", queue: str | None = None):
+    """A Dask client on ``jobs`` Slurm jobs: dask-jobqueue's ``SLURMCluster`` with the documented recipe's arguments
+    (docs/how-to/grade-on-a-cluster.md), this Python on the nodes, the course's certificates in ``tls`` (mutual TLS),
+    the scheduler in this process on ``host`` (an address every node reaches; loopback on one machine). The jobs
+    are cancelled when the client's cluster closes (``ClusterPool.close``)."""
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+
+    loopback = host.startswith("127.")
+    cluster = SLURMCluster(cores=3, processes=1, job_cpu=2, memory=memory, walltime="24:00:00", queue=queue,
+                           python=sys.executable, protocol="tls://", security=deployment_security(tls),
+                           scheduler_options={"host": host, "dashboard_address": None},
+                           worker_extra_args=["--host", host] if loopback else [],
+                           job_name="course-grading", log_directory=str(Path(tls).parent / "grading-jobs"))
+    cluster.scale(jobs=jobs)
+    return Client(cluster, security=cluster.security)
+
+
 def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, scheduler, *,
                          security=None, insecure: bool = False, only: list[str] | None = None, force: bool = False,
                          max_result_bytes: int | None = None, students: list[str] | None = None) -> list[NotebookResult]:
@@ -226,54 +297,25 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
 
     book = Gradebook(settings.out)
     todo, progress = outstanding(submissions, course, book, only=only, force=force, students=students)
-    limits = asdict(settings.limits)
-
     if todo:
         with Client(scheduler, security=security) as client:
-            cache = None  # each worker compiles the instructor's programs once, for itself (grader.classroom.compile_cache)
-            assignments = worth_filling([job.assignment_id for job in todo])
-            if settings.compile_cache and settings.confine and assignments:
-                request = fill_request(course, assignments, settings)
-                cache = client.scatter([request], broadcast=True, hash=True)[0]  # one future: the whole dict
-            running: dict = {}  # future -> (prepared submission, seconds its prepare took, result cap)
-            run_token = secrets.token_hex(16)  # each worker reuses program runs within this run only (Judged)
+            run = ClusterRun(client, course, settings, [job.assignment_id for job in todo],
+                             max_result_bytes=max_result_bytes)
+            running: dict = {}  # future -> what collect needs
             for job in todo:
-                prepared = None
-                try:
-                    prepared = prepare(job, course, settings)
-                    prepare_s = time.monotonic() - prepared.started
-                    if prepared.notebook is None:
-                        progress.step(finish(prepared, None, course, settings))
-                        continue
-                    sent = json.dumps(prepared.notebook)
-                    cap = max_result_bytes if max_result_bytes is not None else result_cap(sent, settings.limits)
-                    declared = declared_programs(course, job.assignment_id, settings.num_devices)
-                    programs = {"num_devices": settings.num_devices, "run": run_token,
-                                "declared": [program_to_json(program) for program in declared]}
-                    future = client.submit(execute_notebook, sent, limits, settings.confine, programs,
-                                           settings.fork_server, cache, pure=False, retries=RETRIES)
-                    running[future] = prepared, prepare_s, cap, declared
-                except Exception:
-                    progress.step(grader_error(job, course, settings, prepared))
+                future, pending = run.submit(job)
+                if future is None:
+                    progress.step(pending)
+                else:
+                    running[future] = pending
             for future in as_completed(running):
-                prepared, prepare_s, cap, declared = running.pop(future)
-                try:
-                    payload = future.result()
-                    execution = execution_from(payload, prepared.notebook, max_notebook_chars=cap)
-                    # Time as the local path counts it: prepare, execute, finish (not the wait in the queue).
-                    prepared.started = time.monotonic() - execution.seconds - prepare_s
-                    result = finish(prepared, execution, course, settings, programs_from(payload, declared))
-                except Exception:
-                    result = grader_error(prepared.job, course, settings, prepared)
-                finally:
-                    future.release()
-                progress.step(result)
+                progress.step(run.collect(future, running.pop(future)))
     results = book.all_results()
     book.write_tables(results)
     return results
 
 
-__all__ = ["PLAIN_TCP", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
+__all__ = ["PLAIN_TCP", "ClusterRun", "slurm_client", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
            "client_security_from_dir", "deployment_security", "execute_notebook", "execution_from",
            "grade_all_on_cluster", "result_cap", "cluster_security"]
 

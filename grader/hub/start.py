@@ -18,13 +18,14 @@ def checkout_root() -> Path:
 
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
-            spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
+            say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
                          "learner's server as that learner, and the grading service seals kernels")
     paths = paths or Paths()
-    if spawner == "slurm":
+    if spawner == "slurm" or grading_jobs:
         say(f"hub: {slurm_ready()}")
     checkout = checkout_root()
     started = time.monotonic()
@@ -44,7 +45,11 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.learner_config(paths, checkout)
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
-                           instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm)
+                           instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm,
+                           grading_jobs=grading_jobs)
+    if grading_jobs:
+        say(f"hub: the grading service grades on {grading_jobs} Dask worker(s) in Slurm jobs, mutual TLS with "
+            f"{install.grading_certificates(paths)}")
     say(f"hub: course root {paths.course} (2770 {instructor}:{accounts.GRADERS}); exchange {paths.exchange}; "
         f"state {paths.state} (0700 root); ready in {time.monotonic() - started:.0f} s")
     say(f"hub: demo passwords (account:password) in {paths.passwords} (root only, 0600)")
@@ -77,10 +82,10 @@ def slurm_ready() -> str:
 
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
-         cull_idle: int = 3600, slurm: dict | None = None) -> int:
+         cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle, slurm=slurm)
+                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -109,9 +114,13 @@ def add_commands(sub, service_port: int) -> None:
     for name, default, what in (("partition", "course", "partition"), ("memory", "3G", "memory (--mem)"),
                                 ("cpus", "1", "CPUs (--cpus-per-task)"), ("runtime", "8:00:00", "time limit (--time)")):
         hub.add_argument(f"--slurm-{name}", default=default, help=f"each server's Slurm {what} (default {default})")
+    hub.add_argument("--grading-jobs", type=int, default=0, metavar="N",
+                     help="the grading service grades on N Dask workers in Slurm jobs (dask-jobqueue, the course's "
+                          "mutual TLS) instead of its own warm kernels (default 0: here)")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
                                            args.cull_idle, {name: getattr(args, f"slurm_{name}") for name in
-                                                            ("partition", "memory", "cpus", "runtime")}))
+                                                            ("partition", "memory", "cpus", "runtime")},
+                                           args.grading_jobs))
     slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
     slurm.add_argument("action", choices=["up", "down", "status"])
     slurm.set_defaults(run=lambda args: _slurm(args.action))

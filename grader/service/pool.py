@@ -88,3 +88,58 @@ class Pool:
             thread.join(timeout=60)
         if self.zygote is not None:
             self.zygote.close()
+
+
+class ClusterPool:
+    """The service's grading on a Dask cluster (``serve --scheduler`` or ``--slurm-workers``): the same interface as
+    ``Pool``; ``workers`` threads here each send one submission at a time to the cluster
+    (``grader.classroom.cluster.ClusterRun``) and judge what comes back, so at most ``workers`` submissions are out
+    at once. The cluster's workers keep their own fork servers and warm kernels, sealed as root."""
+
+    def __init__(self, course: Course, settings: Settings, workers: int, client):
+        from grader.classroom.cluster import ClusterRun
+
+        self.client = client
+        self.run = ClusterRun(client, course, settings, course.assignments())
+        self.tasks: queue.Queue[Task | None] = queue.Queue()
+        self.threads = [threading.Thread(target=self._worker, daemon=True, name=f"cluster-grading-{n}")
+                        for n in range(workers)]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, task: Task) -> None:
+        self.tasks.put(task)
+
+    def waiting(self) -> int:
+        return self.tasks.qsize()
+
+    def _worker(self) -> None:
+        while (task := self.tasks.get()) is not None:
+            future, pending = self.run.submit(task.job, task.settings)
+            result = pending if future is None else self.run.collect(future, pending)
+            try:
+                task.done(result)
+            except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
+                import sys
+                import traceback
+
+                print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
+                      f"{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.tasks.put(None)
+        for thread in self.threads:
+            thread.join(timeout=60)
+        cluster = getattr(self.client, "cluster", None)
+        self.client.close()
+        if cluster is not None:  # a cluster this service started (Slurm jobs): its jobs end with it
+            cluster.close()
+
+
+def make_pool(course: Course, settings: Settings, workers: int, cluster=None):
+    """Warm kernels here (``Pool``), or a Dask cluster's workers when ``cluster`` is given: a ``distributed.Client``,
+    or a callable that returns one (started only now, after the service has checked its exchange)."""
+    if cluster is None:
+        return Pool(course, settings, workers)
+    return ClusterPool(course, settings, workers, cluster() if callable(cluster) else cluster)
