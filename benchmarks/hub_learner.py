@@ -30,6 +30,7 @@ class Session:
     cells: list[float] = field(default_factory=list)
     validate: float | None = None
     feedback: float | None = None
+    reconnects: int = 0  # websockets the server closed under load, opened again as JupyterLab does
     memory_mb: float | None = None
     failed: str | None = None
 
@@ -51,7 +52,7 @@ def run(url: str, name: str, password: str, assignment: str, solved: Path, lesso
         target = home / assignment / f"{assignment}.ipynb"
         shutil.copy(solved, target)  # the learner's work: the solved notebook
         shutil.chown(target, name, name)
-        session.cells = _run_cells(http, url, name, solved)
+        session.cells = _run_cells(http, url, name, solved, session)
         lesson_done(name)
         began = time.monotonic()
         _ok(http.post(f"{server}/assignments/validate", data={"path": f"{assignment}/{assignment}.ipynb"}),
@@ -89,31 +90,49 @@ def _login(url: str, name: str, password: str) -> requests.Session:
     return http
 
 
-def _run_cells(http: requests.Session, url: str, name: str, notebook: Path) -> list[float]:
+def _run_cells(http: requests.Session, url: str, name: str, notebook: Path, session: Session) -> list[float]:
+    """Each code cell in turn, timed from its request to its reply. Where the server closes the websocket (a kernel
+    slow to answer its first request under a start-up burst), it is opened again, as JupyterLab does, and the cell
+    sent again, at most twice per cell; the cell's time includes the wait."""
     kernel = http.post(f"{url}/user/{name}/api/kernels", json={"name": "python3"}).json()["id"]
     socket_url = url.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel}/channels"
-    ws = websocket.create_connection(socket_url, header=[f"Authorization: {http.headers['Authorization']}"],
-                                     timeout=600)
-    took = []
+
+    def connect():
+        return websocket.create_connection(socket_url, header=[f"Authorization: {http.headers['Authorization']}"],
+                                           timeout=600)
+
+    ws, took = connect(), []
     try:
         cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
         for cell in cells:
-            msg_id = uuid.uuid4().hex
-            ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "execute_request", "username": name,
-                                           "session": msg_id, "version": "5.3"}, "parent_header": {},
-                                "metadata": {}, "channel": "shell",
-                                "content": {"code": "".join(cell["source"]), "silent": False}}))
             began = time.monotonic()
-            while True:
-                message = json.loads(ws.recv())
-                if message.get("msg_type") == "execute_reply" and message["parent_header"].get("msg_id") == msg_id:
+            for attempt in range(3):
+                try:
+                    reply = _execute(ws, name, "".join(cell["source"]))
                     break
+                except websocket.WebSocketConnectionClosedException:
+                    if attempt == 2:
+                        raise
+                    session.reconnects += 1
+                    ws.close()
+                    ws = connect()
             took.append(time.monotonic() - began)
-            if message["content"].get("status") != "ok":
-                raise RuntimeError(f"cell {len(took)}: {message['content'].get('ename')}")
+            if reply.get("status") != "ok":
+                raise RuntimeError(f"cell {len(took)}: {reply.get('ename')}")
     finally:
         ws.close()
     return took
+
+
+def _execute(ws, name: str, code: str) -> dict:
+    msg_id = uuid.uuid4().hex
+    ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "execute_request", "username": name,
+                                   "session": msg_id, "version": "5.3"}, "parent_header": {}, "metadata": {},
+                        "channel": "shell", "content": {"code": code, "silent": False}}))
+    while True:
+        message = json.loads(ws.recv())
+        if message.get("msg_type") == "execute_reply" and message["parent_header"].get("msg_id") == msg_id:
+            return message["content"]
 
 
 def _ok(answer: requests.Response, what: str) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pwd
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,10 @@ def one_round(url: str, spawner: str, n: int) -> None:
     names = [f"l{n:02d}x{k:02d}" for k in range(1, n + 1)]
     passwords = accounts.ensure([accounts.Account(name, (accounts.LEARNERS,)) for name in names],
                                 SRV / "hub" / f"load-{n}.txt")
+    for name in names:  # accounts made by an earlier run: as new learners, with nothing fetched yet
+        home = Path(pwd.getpwnam(name).pw_dir)
+        for leftover in (home / ASSIGNMENT, home / ".local" / "share" / "jupyter" / "nbgrader_cache"):
+            shutil.rmtree(leftover, ignore_errors=True)
     memory: dict[str, float] = {}
     peak = [in_use_mb()]
     stop = threading.Event()
@@ -108,7 +114,7 @@ def one_round(url: str, spawner: str, n: int) -> None:
                        row("Validate", [s.validate for s in done]), row("Submit->feedback", [s.feedback for s in done])])
           + f"; memory per learner {statistics.mean(memory.values()) if memory else float('nan'):.0f} MB; "
           f"machine in use at peak {peak[0] / 1024:.1f} GiB; {cpu / n:.0f} CPU-s per learner (the machine's, "
-          f"grading included)", flush=True)
+          f"grading included); {sum(s.reconnects for s in sessions)} websocket(s) reopened", flush=True)
     for failed in [s for s in sessions if s.failed][:3]:
         print(f"[{spawner}] N={n}: {failed.name} failed: {failed.failed}", flush=True)
     for name in names:  # the next round starts from an idle hub
