@@ -94,6 +94,25 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float) -
         time.sleep(0.5)
 
 
+def start_hub(srv: Path, log_path: Path, *options: str) -> tuple[subprocess.Popen, str, int]:
+    """``python -m grader hub`` as ``make hub`` starts it, on class folders of its own (``srv``, wiped first) and free
+    loopback ports; returns once JupyterHub and its grading service are running: (process, URL, service port)."""
+    shutil.rmtree(srv, ignore_errors=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    port, service_port = _free_port(), _free_port()
+    with log_path.open("w") as log:
+        hub = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
+                                str(service_port), *options], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               env=dict(os.environ, COURSE_HUB_SRV=str(srv)), start_new_session=True)
+    try:
+        _wait_for(log_path, "JupyterHub is now running", hub, 900)
+        _wait_for(log_path, "serve: watching", hub, 300)
+    except BaseException:
+        _stop(hub, signal.SIGINT, 60)
+        raise
+    return hub, f"http://127.0.0.1:{port}", service_port
+
+
 def hub_prerequisites() -> None:
     """Skip, saying why, where a hub cannot start: not root, no project environment, no npm for its proxy."""
     if os.geteuid() != 0:
@@ -109,18 +128,9 @@ def test_a_class_on_jupyterhub_in_the_browser():
     hub_prerequisites()
     _setup_browser()
     began = time.monotonic()
-    shutil.rmtree(SRV, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / "hub.log"
-    port, service_port = _free_port(), _free_port()
-    with log_path.open("w") as log:
-        hub = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
-                                str(service_port), "--workers", "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                               env=dict(os.environ, COURSE_HUB_SRV=str(SRV)), start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    hub, url, service_port = start_hub(SRV, log_path, "--workers", "2")
     try:
-        _wait_for(log_path, "JupyterHub is now running", hub, 900)
-        _wait_for(log_path, "serve: watching", hub, 300)
         ready = time.monotonic() - began
         placeholder = (COURSE / "class-report" / "index.html").read_text()  # formgrader's Class report link, before
         assert "python -m grader report --out . --html" in placeholder  # the first report: how to make one

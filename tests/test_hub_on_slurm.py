@@ -34,8 +34,8 @@ from pathlib import Path
 import pytest
 
 import test_hub
-from test_browser import ROOT, _free_port, _setup_browser
-from test_hub import (VENV_BIN, _as_instructor, _fresh_learner, _step, _stop, _wait_for, hub_prerequisites,
+from test_browser import ROOT, _setup_browser
+from test_hub import (VENV_BIN, _as_instructor, _fresh_learner, _step, _stop, hub_prerequisites, start_hub,
                       stop_leaves_nothing)
 
 SRV = Path("/srv/jax-course-slurm")
@@ -50,25 +50,16 @@ def hub(slurm):
     hub_prerequisites()
     requests = pytest.importorskip("requests")
     pytest.importorskip("websocket")
-    shutil.rmtree(SRV, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / "hub.log"
-    port, service_port = _free_port(), _free_port()
-    with log_path.open("w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "grader", "hub", "--port", str(port), "--service-port",
-                                    str(service_port), "--workers", "1", "--spawner", "slurm", "--cull-idle",
-                                    str(CULL_IDLE), "--grading-jobs", "1"], cwd=ROOT, stdout=log,
-                                   stderr=subprocess.STDOUT, env=dict(os.environ, COURSE_HUB_SRV=str(SRV)),
-                                   start_new_session=True)
+    process, url, service_port = start_hub(SRV, log_path, "--workers", "1", "--spawner", "slurm", "--cull-idle",
+                                           str(CULL_IDLE), "--grading-jobs", "1")
     try:
-        _wait_for(log_path, "JupyterHub is now running", process, 900)
-        _wait_for(log_path, "serve: watching", process, 300)
         passwords = {}
         for line in (SRV / "hub" / "passwords.txt").read_text().splitlines():
             if ":" in line and not line.startswith("#"):
                 name, word = line.split(":", 1)
                 passwords[name] = word
-        yield Hub(f"http://127.0.0.1:{port}", passwords, requests, service_port, process, log_path)
+        yield Hub(url, passwords, requests, service_port, process, log_path)
     finally:
         _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
 

@@ -31,19 +31,13 @@ class Task:
     done: Callable[[NotebookResult | None], None]
 
 
-class Pool:
-    def __init__(self, course: Course, settings: Settings, workers: int):
-        self.course, self.settings = course, settings
-        scratch.sweep(settings.scratch_root)  # what a killed service left (homes still mounted) goes first
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft < hard:  # descriptors for kernels and the service's connections alike (a cap keeps clients to a few)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+class _Workers:
+    """What both pools share: a queue of tasks, threads that each take one at a time, and a task's page released
+    (one that fails is said, and grading goes on)."""
+
+    def _start(self, workers: int, target: Callable[[], None], name: str) -> None:
         self.tasks: queue.Queue[Task | None] = queue.Queue()
-        self.zygote = Zygote() if settings.fork_server else None
-        for assignment in course.assignments():
-            load_rubric(course.rubric(assignment))  # import once, before threads race to do it
-        self.threads = [threading.Thread(target=asyncio.run, args=(self._worker(),), daemon=True,
-                                         name=f"grading-worker-{n}") for n in range(workers)]
+        self.threads = [threading.Thread(target=target, daemon=True, name=f"{name}-{n}") for n in range(workers)]
         for thread in self.threads:
             thread.start()
 
@@ -52,6 +46,36 @@ class Pool:
 
     def waiting(self) -> int:
         return self.tasks.qsize()
+
+    @staticmethod
+    def _done(task: Task, result: NotebookResult | None) -> None:
+        try:
+            task.done(result)
+        except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
+            import sys
+            import traceback
+
+            print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
+                  f"{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+    def _stop_threads(self) -> None:
+        for _ in self.threads:
+            self.tasks.put(None)
+        for thread in self.threads:
+            thread.join(timeout=60)
+
+
+class Pool(_Workers):
+    def __init__(self, course: Course, settings: Settings, workers: int):
+        self.course, self.settings = course, settings
+        scratch.sweep(settings.scratch_root)  # what a killed service left (homes still mounted) goes first
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:  # descriptors for kernels and the service's connections alike (a cap keeps clients to a few)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        self.zygote = Zygote() if settings.fork_server else None
+        for assignment in course.assignments():
+            load_rubric(course.rubric(assignment))  # import once, before threads race to do it
+        self._start(workers, lambda: asyncio.run(self._worker()), "grading-worker")
 
     async def _worker(self) -> None:
         warm = asyncio.ensure_future(warm_kernel(self.settings, self.zygote))
@@ -70,27 +94,17 @@ class Pool:
                     result = await grade_job(task.job, self.course, task.settings, self.zygote, take_kernel)
                 except BaseException:  # noqa: BLE001 - grade_job records its own failures; this is the last guard
                     result = None
-                try:
-                    task.done(result)
-                except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
-                    import sys
-                    import traceback
-
-                    print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
-                          f"{traceback.format_exc()}", file=sys.stderr, flush=True)
+                self._done(task, result)
         finally:
             await discard_kernel(warm)
 
     def close(self) -> None:
-        for _ in self.threads:
-            self.tasks.put(None)
-        for thread in self.threads:
-            thread.join(timeout=60)
+        self._stop_threads()
         if self.zygote is not None:
             self.zygote.close()
 
 
-class ClusterPool:
+class ClusterPool(_Workers):
     """The service's grading on a Dask cluster (``serve --scheduler`` or ``--slurm-workers``): the same interface as
     ``Pool``; ``workers`` threads here each send one submission at a time to the cluster
     (``grader.classroom.cluster.ClusterRun``) and judge what comes back, so at most ``workers`` submissions are out
@@ -101,36 +115,15 @@ class ClusterPool:
 
         self.client = client
         self.run = ClusterRun(client, course, settings, course.assignments())
-        self.tasks: queue.Queue[Task | None] = queue.Queue()
-        self.threads = [threading.Thread(target=self._worker, daemon=True, name=f"cluster-grading-{n}")
-                        for n in range(workers)]
-        for thread in self.threads:
-            thread.start()
-
-    def submit(self, task: Task) -> None:
-        self.tasks.put(task)
-
-    def waiting(self) -> int:
-        return self.tasks.qsize()
+        self._start(workers, self._worker, "cluster-grading")
 
     def _worker(self) -> None:
         while (task := self.tasks.get()) is not None:
             future, pending = self.run.submit(task.job, task.settings)
-            result = pending if future is None else self.run.collect(future, pending)
-            try:
-                task.done(result)
-            except Exception:  # noqa: BLE001 - releasing one page failed (a full disk): say so, keep grading
-                import sys
-                import traceback
-
-                print(f"serve: could not finish {task.job.student_id}/{task.job.assignment_id}:\n"
-                      f"{traceback.format_exc()}", file=sys.stderr, flush=True)
+            self._done(task, pending if future is None else self.run.collect(future, pending))
 
     def close(self) -> None:
-        for _ in self.threads:
-            self.tasks.put(None)
-        for thread in self.threads:
-            thread.join(timeout=60)
+        self._stop_threads()
         cluster = getattr(self.client, "cluster", None)
         self.client.close()
         if cluster is not None:  # a cluster this service started (Slurm jobs): its jobs end with it
