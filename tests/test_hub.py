@@ -424,3 +424,43 @@ def test_a_second_hub_on_the_machine_keeps_the_accounts_passwords(tmp_path, monk
     second = accounts.ensure(wanted, (tmp_path / "tests").mkdir() or tmp_path / "tests" / "passwords.txt", machine)
     assert second == first and not [c for c in ran if c[0] == "chpasswd"]
     assert accounts.read_passwords(tmp_path / "tests" / "passwords.txt") == first  # the class folder's copy
+
+
+def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
+    """JupyterHub's configuration (grader/hub/jupyterhub_config.py) as the hub would load it for ``hub ARGV``."""
+    from traitlets.config import Config
+
+    from grader.cli import build_parser
+    from grader.hub.start import _slurm_settings
+
+    args = build_parser().parse_args(["hub", *argv])
+    settings = {"ip": "127.0.0.1", "port": 1, "hub_port": 2, "proxy_api_port": 3, "service_port": 4, "workers": None,
+                "venv": "/v", "course": "/c", "exchange": "/e", "course_id": "x", "state": "/s", "learner_config": "/l",
+                "proxy": "/p", "instructor": "i", "groups": {"learners": "a", "graders": "b", "instructors": "c"},
+                "spawner": args.spawner, "cull_idle": args.cull_idle, "slurm": _slurm_settings(args),
+                "grading_jobs": args.grading_jobs}
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("COURSE_HUB_SETTINGS", str(tmp_path / "settings.json"))
+    config = Config()
+    source = ROOT / "grader" / "hub" / "jupyterhub_config.py"
+    exec(compile(source.read_text(), str(source), "exec"), {"get_config": lambda: config, "__file__": str(source)})
+    return config
+
+
+def test_the_hubs_configuration_follows_its_options(tmp_path, monkeypatch):
+    """The options of ``python -m grader hub`` reach JupyterHub: the spawner, each server's Slurm job, the culler (and
+    the activity it needs), the grading service's Slurm jobs and the address they reach it at."""
+    local = _configured(tmp_path, monkeypatch, ["--cull-idle", "0"])
+    assert local.JupyterHub.spawner_class == "localprocess"
+    assert [service["name"] for service in local.JupyterHub.services] == ["grading"]
+    assert "--slurm-workers" not in local.JupyterHub.services[0]["command"]
+    slurm = _configured(tmp_path, monkeypatch, ["--spawner", "slurm", "--slurm-memory", "2G", "--cull-idle", "600",
+                                                "--grading-jobs", "2", "--grading-scheduler-host", "10.0.0.5"])
+    assert slurm.JupyterHub.spawner_class == "grader.slurm.spawner.CourseSlurmSpawner"
+    assert (slurm.SlurmSpawner.req_memory, slurm.SlurmSpawner.req_partition) == ("2G", "course")
+    culler = next(s for s in slurm.JupyterHub.services if s["name"] == "idle-culler")
+    assert "--timeout=600" in culler["command"] and slurm.JupyterHub.last_activity_interval == 100
+    assert "--MappingKernelManager.cull_idle_timeout=300" in slurm.Spawner.args
+    assert slurm.JupyterHub.services[0]["command"][-8:] == ["--slurm-workers", "2", "--tls-dir", "/s/grading-tls",
+                                                            "--slurm-partition", "course", "--scheduler-host",
+                                                            "10.0.0.5"]

@@ -97,7 +97,8 @@ if s.get("workers"):
     serve += ["--workers", str(s["workers"])]
 if s.get("grading_jobs"):  # the kernels on Dask workers in Slurm jobs (grader.classroom.cluster.slurm_client)
     serve += ["--slurm-workers", str(s["grading_jobs"]), "--tls-dir", os.path.join(state, "grading-tls"),
-              "--slurm-partition", (s.get("slurm") or {}).get("partition", "course")]
+              "--slurm-partition", (s.get("slurm") or {}).get("partition", "course"),
+              "--scheduler-host", (s.get("slurm") or {}).get("scheduler_host", "127.0.0.1")]
 c.JupyterHub.services = [{
     "name": "grading",
     "command": serve,

@@ -117,13 +117,20 @@ def add_commands(sub, service_port: int) -> None:
     hub.add_argument("--grading-jobs", type=int, default=0, metavar="N",
                      help="the grading service grades on N Dask workers in Slurm jobs (dask-jobqueue, the course's "
                           "mutual TLS) instead of its own warm kernels (default 0: here)")
+    hub.add_argument("--grading-scheduler-host", default="127.0.0.1", metavar="ADDR",
+                     help="with --grading-jobs: this machine's address the compute nodes reach (default 127.0.0.1)")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
-                                           args.cull_idle, {name: getattr(args, f"slurm_{name}") for name in
-                                                            ("partition", "memory", "cpus", "runtime")},
-                                           args.grading_jobs))
+                                           args.cull_idle, _slurm_settings(args), args.grading_jobs))
     slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
     slurm.add_argument("action", choices=["up", "down", "status"])
     slurm.set_defaults(run=lambda args: _slurm(args.action))
+
+
+def _slurm_settings(args) -> dict:
+    """The hub's Slurm settings (jupyterhub_config.py reads them): each server's job, and where the grading jobs reach
+    the service's scheduler."""
+    job = {name: getattr(args, f"slurm_{name}") for name in ("partition", "memory", "cpus", "runtime")}
+    return {**job, "scheduler_host": args.grading_scheduler_host}
 
 
 def _slurm(action: str) -> int:
