@@ -351,7 +351,7 @@ def stop_leaves_nothing(hub: subprocess.Popen, srv: Path, accounts: tuple[str, .
 
     tree = _descendants(hub.pid)
     assert any(f"--exchange\0{srv}/exchange".encode() in _cmdline(pid) for pid in tree), "no grading service"
-    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+    for pid in _pids():
         if str(srv).encode() in _cmdline(pid):
             tree |= _descendants(pid)
     marks = [f for f in Path(tempfile.gettempdir()).iterdir() if f.name.startswith(scratch.PREFIXES)
@@ -375,7 +375,7 @@ def _processes_of(uids: set[int], tree: set[int], session: int) -> list[int]:
     """Running processes of these accounts, of this process tree or of this session (zombies are not running: this
     machine's PID 1 is no init and reaps no orphan)."""
     found = []
-    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+    for pid in _pids():
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
             if stat[stat.rindex(")") + 2] != "Z" and (pid in tree or os.getsid(pid) == session
@@ -386,9 +386,14 @@ def _processes_of(uids: set[int], tree: set[int], session: int) -> list[int]:
     return found
 
 
+def _pids() -> list[int]:
+    """Every process of the machine, by pid (as /proc lists them now)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
 def _descendants(root: int) -> set[int]:
     parents = {}
-    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+    for pid in _pids():
         try:
             parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):

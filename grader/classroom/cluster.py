@@ -315,9 +315,9 @@ def grade_all_on_cluster(submissions: Path, course: Course, settings: Settings, 
     return results
 
 
-__all__ = ["PLAIN_TCP", "ClusterRun", "slurm_client", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport", "client_security",
-           "client_security_from_dir", "deployment_security", "execute_notebook", "execution_from",
-           "grade_all_on_cluster", "result_cap", "cluster_security"]
+__all__ = ["PLAIN_TCP", "ClusterRun", "InsecureCluster", "NothingRan", "WorkerFailed", "check_transport",
+           "client_security", "client_security_from_dir", "deployment_security", "execute_notebook", "execution_from",
+           "grade_all_on_cluster", "result_cap", "cluster_security", "slurm_client"]
 
 
 def cluster_security(args):

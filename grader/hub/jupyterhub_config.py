@@ -44,11 +44,11 @@ c.PAMAuthenticator.allowed_groups = {groups["learners"], groups["graders"], grou
 c.PAMAuthenticator.admin_groups = {groups["instructors"]}
 
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
+job = s.get("slurm") or {}  # python -m grader hub --slurm-partition/-memory/-cpus/-runtime, --grading-scheduler-host
 if s.get("spawner") == "slurm":  # each server a Slurm job, submitted as its user (runuser: no sudo needed as root)
     c.JupyterHub.spawner_class = "grader.slurm.spawner.CourseSlurmSpawner"
     c.SlurmSpawner.exec_prefix = "/usr/sbin/runuser -m -u {username} --"
     c.SlurmSpawner.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
-    job = s.get("slurm") or {}  # python -m grader hub --slurm-partition/-memory/-cpus/-runtime
     c.SlurmSpawner.req_partition = job.get("partition", "course")
     c.SlurmSpawner.req_memory = job.get("memory", "3G")  # JupyterLab, a JAX kernel on 4 CPU devices, Validate
     c.SlurmSpawner.req_nprocs = str(job.get("cpus", "1"))
@@ -97,8 +97,8 @@ if s.get("workers"):
     serve += ["--workers", str(s["workers"])]
 if s.get("grading_jobs"):  # the kernels on Dask workers in Slurm jobs (grader.classroom.cluster.slurm_client)
     serve += ["--slurm-workers", str(s["grading_jobs"]), "--tls-dir", os.path.join(state, "grading-tls"),
-              "--slurm-partition", (s.get("slurm") or {}).get("partition", "course"),
-              "--scheduler-host", (s.get("slurm") or {}).get("scheduler_host", "127.0.0.1")]
+              "--slurm-partition", job.get("partition", "course"),
+              "--scheduler-host", job.get("scheduler_host", "127.0.0.1")]
 c.JupyterHub.services = [{
     "name": "grading",
     "command": serve,

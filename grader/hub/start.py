@@ -75,10 +75,10 @@ def slurm_ready() -> str:
     except (OSError, subprocess.TimeoutExpired) as error:
         done = subprocess.CompletedProcess([], 1, "", str(error))
     if done.returncode or not done.stdout.strip():
-        raise HubRefused("--spawner slurm: no Slurm answers `sinfo` here "
+        raise HubRefused("--spawner slurm and --grading-jobs need Slurm, and none answers `sinfo` here "
                          f"({(done.stderr or 'no partition').strip()[:300]}). On a site, run the hub on a login node "
                          "of the cluster; on this machine, start a one-machine cluster first: python -m grader slurm up")
-    return "Slurm partitions (name, availability, nodes, state): " + "; ".join(done.stdout.split("\n")).strip("; ")
+    return "Slurm partitions (name, availability, nodes, state): " + "; ".join(done.stdout.splitlines())
 
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",

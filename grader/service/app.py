@@ -36,7 +36,7 @@ from grader.service import exchange, pages
 from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
                                      content_digest, counting, decide, restamp)
 from grader.service.routes import Server, handler
-from grader.service.pool import Pool, Task, make_pool
+from grader.service.pool import ClusterPool, Pool, Task
 from grader.submission.gradebook import Gradebook
 from grader.submission import timestamps
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
@@ -58,7 +58,7 @@ class Options:
     poll_s: float = 0.25
     port: int | None = DEFAULT_PORT  # None: no HTTP server
     check_owner: bool = True  # a submission counts for the student whose Unix account owns its folder
-    cluster: object = None  # a Dask client, or a callable making one: grading on its workers (pool.make_pool)
+    cluster: object = None  # a Dask client, or a callable making one: grading on its workers (pool.ClusterPool)
 
 
 class Service:
@@ -78,7 +78,7 @@ class Service:
         self.counts, self.settings = {"graded": 0, "not_graded": 0, "refused": 0}, settings
         self._listing_failed = False
         exchange.prepare(options.exchange, options.course_id)  # raises UnsafeExchange on a folder not its own
-        self.pool = Pool(course, settings, options.workers) if options.cluster is None else make_pool(
+        self.pool = Pool(course, settings, options.workers) if options.cluster is None else ClusterPool(
             course, settings, options.workers, options.cluster)
         self.books = threading.Thread(target=self._keep_books, daemon=True, name="gradebook")
         self.books.start()

@@ -111,10 +111,12 @@ class ClusterPool(_Workers):
     at once. The cluster's workers keep their own fork servers and warm kernels, sealed as root."""
 
     def __init__(self, course: Course, settings: Settings, workers: int, client):
+        """``client``: a ``distributed.Client``, or a callable that returns one (started only now, after the service
+        has checked its exchange)."""
         from grader.classroom.cluster import ClusterRun
 
-        self.client = client
-        self.run = ClusterRun(client, course, settings, course.assignments())
+        self.client = client() if callable(client) else client
+        self.run = ClusterRun(self.client, course, settings, course.assignments())
         self._start(workers, self._worker, "cluster-grading")
 
     def _worker(self) -> None:
@@ -129,10 +131,3 @@ class ClusterPool(_Workers):
         if cluster is not None:  # a cluster this service started (Slurm jobs): its jobs end with it
             cluster.close()
 
-
-def make_pool(course: Course, settings: Settings, workers: int, cluster=None):
-    """Warm kernels here (``Pool``), or a Dask cluster's workers when ``cluster`` is given: a ``distributed.Client``,
-    or a callable that returns one (started only now, after the service has checked its exchange)."""
-    if cluster is None:
-        return Pool(course, settings, workers)
-    return ClusterPool(course, settings, workers, cluster() if callable(cluster) else cluster)
