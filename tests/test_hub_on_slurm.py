@@ -22,7 +22,6 @@ import json
 import os
 import pwd
 import secrets
-import shlex
 import shutil
 import signal
 import subprocess
@@ -303,64 +302,6 @@ def test_another_learner_cannot_attach_to_a_kernels_debugger(hub):
 # Run as root in a private mount namespace whose /tmp is a fresh tmpfs (the machine's own lock folder, used by every
 # grader here, is never touched): blake makes the lock folder first, with every lock file a link to a root-owned
 # file; then the hub sets up its folders and, unless it refused, the grading service leases a sandbox uid.
-LOCKS_ATTACK = r'''
-import json, os, subprocess, sys
-from pathlib import Path
-from grader.hub import install
-from grader.sandbox.lease import UID_LOCKS, UID_RANGE, leased_uid
-victim = Path("/tmp/root-only/canary")  # in the private tmpfs
-victim.parent.mkdir(mode=0o755)
-victim.write_text("root's file")
-os.chmod("/tmp", 0o1777)
-script = ("import os, sys; locks = sys.argv[1]; os.mkdir(locks, 0o777)\n"
-          "for uid in range(int(sys.argv[2]), int(sys.argv[3])): os.symlink(sys.argv[4], os.path.join(locks, str(uid)))")
-subprocess.run(["runuser", "-u", "blake", "--", "/opt/jax-course/venv/bin/python", "-c", script, str(UID_LOCKS), str(UID_RANGE.start),
-                str(UID_RANGE.stop), str(victim)], check=True)
-refused = None
-try:
-    install.folders(install.Paths(opt=Path("/tmp/opt"), srv=Path("/tmp/srv")), None)
-except install.HubRefused as error:
-    refused = str(error)
-if refused is None:
-    with leased_uid() as uid:
-        pass
-print("LOCKS " + json.dumps({"refused": refused, "victim": victim.read_text()}))
-victim.unlink()
-'''
-
-
-def fresh_tmp_keeping(*keep: Path) -> str:
-    """A shell line, for a private mount namespace: a fresh tmpfs on /tmp, with each folder of ``keep`` that lay under
-    the old /tmp (a checkout cloned into /tmp, its .venv, the interpreter it links to) bound back at its own path."""
-    kept = sorted({str(p.resolve()) for p in keep if Path("/tmp") in p.resolve().parents})
-    line = "mkdir -p /run/old-tmp && mount --bind /tmp /run/old-tmp && mount -t tmpfs tmpfs /tmp"
-    for path in kept:  # parents first (sorted), so a folder inside another is bound on top of it
-        old = shlex.quote("/run/old-tmp/" + path[len("/tmp/"):])
-        line += f" && mkdir -p {shlex.quote(path)} && mount --bind {old} {shlex.quote(path)}"
-    return line
-
-
-def test_a_learner_cannot_plant_the_grading_services_uid_locks():
-    """``grader.sandbox.lease`` keeps a lock file per sandbox uid in ``/tmp/grader-uid-locks`` and root opens them for
-    writing: a learner who made that folder first (a fresh /tmp after a reboot, before the hub) owns it, and each
-    lock file can be a link to any file, which root truncates (here a root-owned file; the gradebook or /etc/shadow
-    as well), a FIFO that blocks the service, or a file the learner holds locked. The hub makes it root's first, and
-    refuses to start while it is anyone else's."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root: the hub's set-up and a private mount namespace")
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is missing")
-    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", fresh_tmp_keeping(
-                           ROOT, Path(sys.executable).parent.parent, Path(sys.executable).resolve().parent.parent)
-                           + ' && cd "$2" && exec "$0" -c "$1"', sys.executable, LOCKS_ATTACK, str(ROOT)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("LOCKS "))[6:])
-    assert found["victim"] == "root's file", f"root truncated a file through a learner's lock link: {found}"
-    assert found["refused"] and "grader-uid-locks" in found["refused"], found
-
-
 def _as_learner(user: str, *argv: str) -> subprocess.CompletedProcess:
     """A command as the learner, in their home, with their server's environment (nbgrader reads the hub's config)."""
     home = pwd.getpwnam(user).pw_dir

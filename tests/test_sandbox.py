@@ -555,10 +555,11 @@ def test_every_grader_leases_uids_from_one_place_whatever_its_temporary_folder(t
     """A grader started with its own TMPDIR (the service in tests/test_service.py) leases sandbox uids from the same
     locks as every other grader on the machine: with a lock folder per temporary folder, two graders leased the same
     uid, and one's sweep of that uid killed the other's kernel (both kernels died in the suite)."""
-    from grader.sandbox.lease import UID_LOCKS
+    from grader.sandbox.lease import uid_locks
 
-    elsewhere = subprocess.run([sys.executable, "-c", "from grader.sandbox.lease import UID_LOCKS; print(UID_LOCKS)"],
+    elsewhere = subprocess.run([sys.executable, "-c", "from grader.sandbox.lease import uid_locks; print(uid_locks())"],
                                env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=ROOT, capture_output=True, text=True,
                                timeout=60)
     assert elsewhere.returncode == 0, elsewhere.stderr
-    assert elsewhere.stdout.strip() == str(UID_LOCKS) == "/tmp/grader-uid-locks"
+    assert elsewhere.stdout.strip() == str(uid_locks())
+    assert str(uid_locks()) == ("/run/grader-uid-locks" if os.geteuid() == 0 else f"/tmp/grader-uid-locks-{os.geteuid()}")

@@ -26,7 +26,6 @@ import pwd
 import grp
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -101,20 +100,15 @@ def folders(paths: Paths, instructor: str | None) -> None:
 
 
 def uid_locks(locks: Path | None = None) -> None:
-    """The grading service's uid leases (``grader.sandbox.lease``: a lock file per sandbox uid, opened by root) are
-    in the world-writable temporary folder. A learner who made that folder first would own it, so root would open
-    the learner's links (truncating any file they name), block on a FIFO, or find every uid held: it is made here,
-    root's and 0700, before the service starts, and the hub refuses while it is anyone else's."""
-    from grader.sandbox.lease import UID_LOCKS
+    """The grading service's uid leases (``grader.sandbox.lease``: a lock file per sandbox uid, opened by root), made
+    and checked before the service starts, so the hub refuses at once, saying what to do, where they could have been
+    planted (every lease checks them again)."""
+    from grader.sandbox.lease import LeaseRefused, open_locks
 
-    locks = locks or UID_LOCKS
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(locks, 0o700)
-    info = os.lstat(locks)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
-        raise HubRefused(f"{locks} (the grading service's sandbox uid locks) is not a folder of root's with mode 0700 "
-                         f"(owner uid {info.st_uid}, mode {oct(info.st_mode & 0o7777)}): someone else made it; stop "
-                         f"every grader, remove it (rm -r {locks}) and start again")
+    try:
+        os.close(open_locks(locks))
+    except LeaseRefused as error:
+        raise HubRefused(str(error)) from None
 
 
 def _staff_owned(path: Path, instructor: str) -> None:
