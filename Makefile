@@ -18,12 +18,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# A term's records are never the demo's to touch: each target that would replace or delete grading records asks
+# grader.term.guard first (a folder marked TERM.json, or holding records of learners who are not the samples').
 demo: $(STAMP)
+	$(PY) -m grader term guard --for demo --out $(GRADING)
 	$(PY) -m grader generate
 	$(PY) -m grader figures
 	$(PY) -m grader samples
-	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(CURDIR)/gradebook.db
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN
+	$(PY) -m grader grade --submissions samples/submitted --out $(GRADING) --force --gradebook sqlite:///$(abspath $(GRADING))/gradebook.db
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader db student import samples/roster.csv --log-level=WARN \
+		--CourseDirectory.db_url=sqlite:///$(abspath $(GRADING))/gradebook.db
 	@$(PY) -m grader report --out $(GRADING) --html > /dev/null && echo "class report: $(abspath $(GRADING))/class-report/index.html"
 
 # The suite on three workers (tests/conftest.py hands each test file to one of them; docs/how-to/test-and-ci.md).
@@ -76,7 +80,10 @@ figures: $(STAMP)
 	$(PY) -m grader figures
 
 samples: $(STAMP)
+	$(PY) -m grader term guard --for samples --out samples/submitted
 	$(PY) -m grader samples
 
-clean-grading:
-	rm -rf autograded feedback results grades.csv results.json gradebook.db .compile-cache class-report history hand-grades
+# Only what grading makes again (grader/term/records.py, DEMO_OUTPUT); never the history, hand grades, appeals, the
+# service's attempts or gradebook.db, and nothing at all in a term's folder.
+clean-grading: $(STAMP)
+	$(PY) -m grader term clean --out $(GRADING)

@@ -7,7 +7,8 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.course_id = "jax-distributed-training"
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "notebooks"
-c.CourseDirectory.submitted_directory = os.path.join("samples", "submitted")
+# Collected work is real learners' work: never in samples/ (the demo class, rebuilt by `make samples`).
+c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 # A course-local exchange (git-ignored; `python -m grader lab`/`instructor` create it): release ->

@@ -7,6 +7,7 @@
     programs/          judge exported programs outside the kernel
     classroom/         grade a class, locally or on a Dask cluster over TLS
     nbgrader_adapter/  nbgrader and formgrader, adapted
+    term/              a term's records: the folder's mark, the guard of the demo's targets, backup and restore
     cli.py             ``python -m grader ...``
 
 ``layout``, ``cells``, ``results`` and ``identifiers`` are the vocabulary all of them share. Imports only go down

@@ -11,6 +11,7 @@
     report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
     export    [--out DIR] --canvas FILE [--moodle FILE]   the totals as an LMS's grade-import CSV
     history   STUDENT [ASSIGNMENT] [--out DIR]            every event behind a learner's grades, and the totals
+    term      init|status|backup|restore|clean [--out DIR] a term's records: marked, backed up, never cleaned
     appeal    ASSIGNMENT TEST --reason TEXT | --list      (learner) ask for a test to be looked at again
     appeals   [--all] | answer ID kept|changed|fixed      (instructor) the regrade requests, and their answers
     workspace                                             copy new assignments into workspace/ (never replaces)
@@ -415,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     from grader.service.appeals import add_commands
 
     add_commands(sub, DEFAULT_SERVICE_PORT)  # appeal (the learner's), appeals (the instructor's)
+    from grader.term.commands import add_commands as term_commands
+
+    term_commands(sub)  # term init|status|guard|clean|backup|restore: a term's records
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
     workspace.set_defaults(run=cmd_workspace)

@@ -58,9 +58,9 @@ def seed(course_root: Path) -> tuple[str, str]:
         missing = book.find_submission_notebook(COURSE_ASSIGNMENT, COURSE_ASSIGNMENT, STUDENT).id  # not autograded
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("an answer, $x$")])
     for folder, name in ((course_root / "autograded" / STUDENT / ASSIGNMENT, NOTEBOOK),
-                         (course_root / "samples" / "submitted" / STUDENT / ASSIGNMENT, NOTEBOOK),
+                         (course_root / "submitted" / STUDENT / ASSIGNMENT, NOTEBOOK),
                          (course_root / "source" / ASSIGNMENT, NOTEBOOK),  # formgrader lists source assignments
-                         (course_root / "samples" / "submitted" / STUDENT / COURSE_ASSIGNMENT, COURSE_ASSIGNMENT)):
+                         (course_root / "submitted" / STUDENT / COURSE_ASSIGNMENT, COURSE_ASSIGNMENT)):
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, folder / f"{name}.ipynb")
     return submitted, missing

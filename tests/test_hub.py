@@ -213,7 +213,7 @@ def test_a_class_on_jupyterhub_in_the_browser():
                                "HOME=/home/instructor", f"COURSE_ROOT={COURSE}", "LANG=C.UTF-8", *collect], cwd=COURSE,
                               capture_output=True, text=True, timeout=300)
         assert said.returncode != 0 and "the grading service collects and grades every submission" in said.stderr, said
-        assert not list((COURSE / "samples" / "submitted").glob(f"*/{ASSIGNMENT}"))
+        assert not list((COURSE / "submitted").glob(f"*/{ASSIGNMENT}"))
         # nbgrader's own collect, by hand: the submissions where Autograde reads
         _as_instructor(*collect, "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect")
         before = (COURSE / "grades.csv").read_bytes()

@@ -297,7 +297,7 @@ def graded_course(tmp_path_factory):
     """A course copy whose sample learner 'dana' (prints the lesson's numbers instead of computing them)
     was graded by the project's grader into the course's own gradebook.db."""
     course = copy_course(tmp_path_factory.mktemp("graded") / "course")
-    submitted = course.root / "samples" / "submitted"
+    submitted = course.root / "submitted"
     shutil.copytree(ROOT / "samples" / "submitted" / "dana" / "sharded_step", submitted / "dana" / "sharded_step",
                     ignore=shutil.ignore_patterns("figures", ".ipynb_checkpoints"))
     project_grade(course, submitted, "--gradebook", f"sqlite:///{course.root / 'gradebook.db'}")
@@ -455,7 +455,7 @@ def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path
 
     _nbgrader(course.root, instructor, "collect", "sharded_step")
     student = getpass.getuser()
-    collected = course.root / "samples" / "submitted" / student / "sharded_step" / "sharded_step.ipynb"
+    collected = course.root / "submitted" / student / "sharded_step" / "sharded_step.ipynb"
     assert collected.read_bytes() == fetched.read_bytes()
     graded = _nbgrader(course.root, instructor, "autograde", "sharded_step", "--student", student, "--force")
     assert "Warning" not in graded, graded  # nothing a user would read as a failed write

@@ -211,6 +211,9 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
     from grader.classroom.class_page import placeholder
 
     placeholder(paths.course)  # formgrader's Class report link finds a page before the first report
+    from grader.term.guard import mark
+
+    mark(paths.course, COURSE_ID, by="python -m grader hub")  # its records: no demo target may touch them
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
     (paths.course / "nbgrader_config.py").write_text(
         config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n"
