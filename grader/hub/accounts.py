@@ -51,6 +51,11 @@ def _group(name: str) -> None:
         _run("groupadd", name)
 
 
+def ensure_groups(names: list[str]) -> None:
+    for name in names:
+        _group(name)
+
+
 def members(group: str) -> set[str]:
     """Accounts in ``group``, as a supplementary or as their primary group."""
     try:

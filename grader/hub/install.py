@@ -198,7 +198,7 @@ def environment(paths: Paths, checkout: Path) -> str:
     return f"{paths.venv}: {'project reinstalled' if extra else 'installed'}"
 
 
-def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
+def course_root(paths: Paths, checkout: Path, instructor: str, roster: Path | None = None) -> None:
     """Copy the course from the checkout (sources, released notebooks, configuration); keep gradebook and output."""
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.executed.ipynb", "labextensions")
     for folder in ("source", "notebooks", "lab"):
@@ -207,7 +207,7 @@ def course_root(paths: Paths, checkout: Path, instructor: str) -> None:
 
     # the release folder as the learners' kernel describes it, so a fetched notebook does not open as changed
     complete_language_info(paths.course / "notebooks", kernel_language_info(paths.venv / "bin" / "python"))
-    shutil.copy2(checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
+    shutil.copy2(roster or checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
     from grader.classroom.class_page import placeholder
 
     placeholder(paths.course)  # formgrader's Class report link finds a page before the first report

@@ -19,7 +19,7 @@ def checkout_root() -> Path:
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
-            say=print) -> tuple[list[str], dict[str, str], Path]:
+            roster: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
@@ -29,18 +29,22 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
         say(f"hub: {slurm_ready()}")
     checkout = checkout_root()
     started = time.monotonic()
-    learners = accounts.roster(checkout / "samples" / "roster.csv")
     instructor = accounts.INSTRUCTOR
     install.folders(paths, None)
-    accounts.ensure(accounts.accounts(learners), paths.passwords)
+    if roster is None:  # the demo class: demo passwords for every account
+        learners = accounts.roster(checkout / "samples" / "roster.csv")
+        accounts.ensure(accounts.accounts(learners), paths.passwords)
+    else:  # a real class: the site's logins (or the LMS's); a demo password for the instructor only
+        learners, course_csv = enrol(roster, paths, say)
+        accounts.ensure(accounts.accounts([]), paths.passwords)
     install.folders(paths, instructor)
-    say(f"hub: accounts {instructor} ({accounts.INSTRUCTORS}, {accounts.GRADERS}) and {', '.join(learners)} "
-        f"({accounts.LEARNERS}); homes 0700")
+    say(f"hub: accounts {instructor} ({accounts.INSTRUCTORS}, {accounts.GRADERS}) and {len(learners)} learner(s) "
+        f"({accounts.LEARNERS}: {', '.join(learners[:8])}{', ...' if len(learners) > 8 else ''}); homes 0700")
     say(f"hub: {install.protect_checkout(checkout, learners[0])}")
     say(f"hub: {install.environment(paths, checkout)}")
     install.check_learner_side(paths, learners[0])
     install.proxy(checkout)
-    install.course_root(paths, checkout, instructor)
+    install.course_root(paths, checkout, instructor, None if roster is None else course_csv)
     install.exchange_folders(paths)
     install.learner_config(paths, checkout)
     install.register_assignments(paths, instructor)
@@ -52,7 +56,9 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
             f"{install.grading_certificates(paths)}")
     say(f"hub: course root {paths.course} (2770 {instructor}:{accounts.GRADERS}); exchange {paths.exchange}; "
         f"state {paths.state} (0700 root); ready in {time.monotonic() - started:.0f} s")
-    say(f"hub: demo passwords (account:password) in {paths.passwords} (root only, 0600)")
+    say(f"hub: demo passwords (account:password) in {paths.passwords} (root only, 0600)" if roster is None else
+        f"hub: the instructor's password in {paths.passwords} (root only, 0600); learners log in with the site's own "
+        "logins (this machine's PAM) or from the LMS: the course gives them no password")
     say(f"hub: learners' servers {'as Slurm jobs (batchspawner)' if spawner == 'slurm' else 'as local processes'}; "
         + (f"idle servers stopped after {cull_idle} s (jupyterhub-idle-culler)" if cull_idle else "no idle culler"))
     say(f"hub: open http://{ip}:{port}/ and log in; Ctrl-C stops the hub, its proxy, the grading service and "
@@ -64,6 +70,26 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     config = paths.venv / "lib" / "python3.11" / "site-packages" / "grader" / "hub" / "jupyterhub_config.py"
     argv = [str(venv_bin / "jupyterhub"), "-f", str(config if config.is_file() else CONFIG)]
     return argv, env, paths.state
+
+
+def enrol(roster_file: Path, paths: Paths, say=print) -> tuple[list[str], Path]:
+    """Apply the roster to the machine's accounts (``grader.hub.roster``); the active learners and the course's CSV
+    of them, for nbgrader's gradebook. Raises HubRefused when the file cannot be read or enrols nobody."""
+    from grader.hub import roster as rosters
+
+    state = paths.state / "roster.json"
+    try:
+        read = rosters.read(roster_file, set(rosters.load_state(state)))
+    except rosters.RosterRefused as error:
+        raise HubRefused(f"--roster: {error}") from None
+    for line, why in read.refused:
+        say(f"hub: roster line {line}: {why}")
+    if not read.enrolled:
+        raise HubRefused(f"--roster: {roster_file} ({read.format}'s export) enrols no learner this machine can make")
+    say(f"hub: {rosters.apply(read, state).summary()}")
+    course_csv = paths.state / "roster-course.csv"
+    rosters.write_course_csv(read, course_csv)
+    return [e.account for e in read.enrolled], course_csv
 
 
 def slurm_ready() -> str:
@@ -82,10 +108,10 @@ def slurm_ready() -> str:
 
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
-         cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0) -> int:
+         cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs)
+                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -119,8 +145,15 @@ def add_commands(sub, service_port: int) -> None:
                           "mutual TLS) instead of its own warm kernels (default 0: here)")
     hub.add_argument("--grading-scheduler-host", default="127.0.0.1", metavar="ADDR",
                      help="with --grading-jobs: this machine's address the compute nodes reach (default 127.0.0.1)")
+    hub.add_argument("--roster", type=Path, metavar="FILE",
+                     help="the class from the LMS's export (Canvas's Gradebook or Moodle's participants CSV, or the "
+                          "course's CSV): accounts made, dropped learners deactivated; default: the demo roster")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
-                                           args.cull_idle, _slurm_settings(args), args.grading_jobs))
+                                           args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster))
+    enrolled = sub.add_parser("roster", help="apply the class's roster again to a hub's accounts (root): new learners "
+                                             "added, dropped ones deactivated, nobody's work touched")
+    enrolled.add_argument("file", type=Path)
+    enrolled.set_defaults(run=lambda args: _roster(args.file))
     slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
     slurm.add_argument("action", choices=["up", "down", "status"])
     slurm.set_defaults(run=lambda args: _slurm(args.action))
@@ -131,6 +164,27 @@ def _slurm_settings(args) -> dict:
     the service's scheduler."""
     job = {name: getattr(args, f"slurm_{name}") for name in ("partition", "memory", "cpus", "runtime")}
     return {**job, "scheduler_host": args.grading_scheduler_host}
+
+
+def _roster(file: Path) -> int:
+    """``python -m grader roster FILE``: the accounts follow the roster; nbgrader's gradebook gets its learners."""
+    if os.geteuid() != 0:
+        print("roster: must run as root (it makes and deactivates Unix accounts)", file=sys.stderr)
+        return 2
+    paths = Paths()
+    try:
+        _, course_csv = enrol(file, paths)
+        if paths.course.is_dir():
+            import shutil
+
+            shutil.copy2(course_csv, paths.course / "roster.csv")
+            install.as_user(accounts.INSTRUCTOR, paths.venv / "bin" / "nbgrader", "db", "student", "import",
+                            "roster.csv", "--log-level=WARN", cwd=paths.course,
+                            env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"})
+    except HubRefused as error:
+        print(f"roster: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _slurm(action: str) -> int:
