@@ -16,8 +16,9 @@ import textwrap
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
-from grader.programs import Input, Output, Program, ProgramRun, run_to_json
+from grader.programs import Expect, Input, Output, Program, ProgramRun, run_to_json
 from grader.programs import runner
 from grader.programs.launch import parse_verdict, run_from_json
 from grader.programs.structure import Structure
@@ -390,3 +391,232 @@ def test_names_of_functions_modules_and_mesh_axes_never_change_a_verdict():
     region, manual_only, shardings and outputs) as under the lesson's own names."""
     found = run_script(NAMES.replace("sys.argv[1]", "20"))
     assert found["examples"] >= 20
+
+
+# -- payloads in bytes, collectives counted, constants of any type --------------------------------------------------
+# Gradient accumulation (local_mean_diagnosis): the devices reduce once, after the loop over micro-batches. A Python
+# loop of psums, one per micro-batch, carries several times the gradient; packed two float32 to one complex64 element
+# it stayed under a bound that counted elements. Bytes are counted, and so are the collectives the lesson allows.
+ACCUMULATION = SETUP + """
+from coursekit import data
+
+mesh = Mesh(np.array(jax.devices()), ("data",))
+ACC_SPECS = (P(None, "data", None, None), P(None, "data", None), P(None, "data", None), P())
+
+
+def partials(x, y, mask, w):  # one device's block of one micro-batch: the gradient sum and the valid count
+    return jax.grad(lambda w: jnp.sum(jnp.where(mask, (x @ w - y) ** 2, 0.0)))(w), jnp.sum(mask)
+
+
+def solution(x, y, mask, w):  # the lesson's: a scan adds the micro-batches locally, one psum of each after it
+    w_local = lax.pcast(w, "data", to="varying")
+    start = (jnp.zeros_like(w_local), lax.pcast(jnp.zeros((), jnp.int32), "data", to="varying"))
+    (total, count), _ = lax.scan(lambda c, mb: ((c[0] + partials(*mb, w_local)[0], c[1] + partials(*mb, w_local)[1]),
+                                                None), start, (x, y, mask))
+    return lax.psum(total, "data") / lax.psum(count, "data")
+
+
+def complex_constant(x, y, mask, w):  # the solution through a complex64 constant: an honest program
+    w_local = lax.pcast(w, "data", to="varying")
+    start = (jnp.zeros_like(w_local), lax.pcast(jnp.zeros((), jnp.int32), "data", to="varying"))
+    (total, count), _ = lax.scan(lambda c, mb: ((c[0] + partials(*mb, w_local)[0], c[1] + partials(*mb, w_local)[1]),
+                                                None), start, (x, y, mask))
+    total = jnp.real(total * jnp.complex64(1 + 0j))
+    return lax.psum(total, "data") / lax.psum(count, "data")
+
+
+def per_micro_batch(pack, unpack):
+    \"\"\"A Python loop over the micro-batches, each one's gradient packed by ``pack`` and psummed on its own (one
+    all-reduce per micro-batch, no loop in the program), the count psummed once after it.\"\"\"
+    def program(x, y, mask, w):
+        w_local = lax.pcast(w, "data", to="varying")
+        total, count = jnp.zeros_like(w), 0
+        for m in range(x.shape[0]):
+            gradient, valid = partials(x[m], y[m], mask[m], w_local)
+            total, count = total + unpack(lax.psum(pack(gradient), "data")), count + valid
+        return total / lax.psum(count, "data")
+    return program
+
+
+SCALE = 2.0 ** 12
+programs = {
+    "solution": solution,
+    "complex_constant": complex_constant,
+    # two float32 to one complex64 element: d / 2 elements per micro-batch, 8 bytes each
+    "complex64": per_micro_batch(lambda g: lax.complex(g[0::2], g[1::2]),
+                                 lambda z: jnp.stack([jnp.real(z), jnp.imag(z)], -1).reshape(-1)),
+    "float32": per_micro_batch(lambda g: g, lambda g: g),
+    # each float32 as two bfloat16 (its bits): 2 d elements of 2 bytes
+    "bfloat16": per_micro_batch(lambda g: lax.bitcast_convert_type(g, jnp.bfloat16),
+                                lambda b: lax.bitcast_convert_type(b, jnp.float32)),
+    # fixed point: one int32 per float32
+    "int32": per_micro_batch(lambda g: jnp.round(g * SCALE).astype(jnp.int32), lambda i: i.astype(jnp.float32) / SCALE),
+    # rounded to bfloat16: half the bytes of the gradient per micro-batch (and not its precision)
+    "bfloat16_rounded": per_micro_batch(lambda g: g.astype(jnp.bfloat16), lambda b: b.astype(jnp.float32)),
+}
+batch = data.accumulation_batch(seed=0, num_shards=4, empty=(1,))
+placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(batch, ACC_SPECS)]
+found = {}
+for name, fn in programs.items():
+    blob = exported(jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=ACC_SPECS, out_specs=P())), *placed)
+    verdict = run_one(request(name, blob, batch, [tuple(s) for s in ACC_SPECS]))
+    value = np.array(verdict["outputs"][0]["data"]) if verdict.get("outputs") else None
+    found[name] = {"module": jax.export.deserialize(bytearray(base64.b64decode(blob))).mlir_module(),
+                   "error": verdict.get("error"), "manual_only": verdict.get("manual_only"),
+                   "written": {k: n for k, n in verdict.get("collectives", {}).items() if n},
+                   "looped": verdict.get("looped"), "carries_more": verdict.get("carries_more"),
+                   "moves_data": verdict.get("moves_data"), "value": None if value is None else value.tolist()}
+mask = batch[2]
+residual = np.where(mask, batch[0].astype(np.float64) @ batch[3] - batch[1], 0.0)
+found["expected"] = (2 * np.einsum("mst,mstd->d", residual, batch[0].astype(np.float64)) / mask.sum()).tolist()
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def accumulation() -> dict:
+    """The lesson's accumulation program, one with a complex constant, and per-micro-batch reductions packed several
+    ways, exported on 4 CPU devices and run by the runner (``run_one``) in a subprocess: the verdict and the module."""
+    return run_script(ACCUMULATION)
+
+
+#: every attack carries 3 micro-batches x 8 bytes of gradient plus a 4-byte count; in elements the complex64 one
+#: carried 3 + 1, no more than the result (2) plus 2
+PACKED = ("complex64", "float32", "bfloat16", "int32")
+
+
+def test_a_per_micro_batch_reduction_is_refused_however_its_gradient_is_packed(accumulation):
+    from grader.programs.structure import carries_more, read_module, too_many
+
+    found = accumulation
+    for name in ("solution", "complex_constant", *PACKED, "bfloat16_rounded"):
+        assert found[name]["error"] is None and found[name]["manual_only"] and not found[name]["looped"], name
+        assert np.allclose(found[name]["value"], found["expected"], rtol=5e-3), name  # right numbers, all of them
+    returned = 2 * 4  # the gradient: two float32
+    for name in PACKED:
+        structure = read_module(found[name]["module"])
+        assert structure.payload == 3 * 8 + 4, name
+        assert carries_more(structure.payload, returned), name
+        assert found[name]["carries_more"] is True, name  # the runner's verdict, which reduce_once reads
+        assert found[name]["written"] == {"all_reduce": 4} and too_many(structure.collectives, 2), name
+    # rounded to bfloat16, three micro-batches carry no more bytes than one float32 gradient and a count (and lose its
+    # precision): the collectives the lesson allows refuse it
+    rounded = read_module(found["bfloat16_rounded"]["module"])
+    assert rounded.payload == 3 * 4 + 4 and not carries_more(rounded.payload, returned)
+    assert too_many(rounded.collectives, 2)
+    for name in ("solution", "complex_constant"):  # one psum of the gradient sum, one of the count
+        structure = read_module(found[name]["module"])
+        assert structure.payload == 2 * 4 + 4 and not carries_more(structure.payload, returned), name
+        assert found[name]["carries_more"] is False and not too_many(structure.collectives, 2), name
+    assert "complex<f32>" in found["complex_constant"]["module"]
+
+
+def test_a_program_writing_more_collectives_than_its_expect_allows_carries_more_on_both_paths():
+    """``Expect.collectives`` is read against the collectives the runner reports, on the local path (its verdict) and
+    the Dask path (a worker's run, made without the rubric's Expect)."""
+    expect = Expect(outputs=(True,), region="all_reduce", reduce_once=True, collectives=2)
+    program = Program("program.accumulation", 4, (Input((8,), ("data",)),), expect=expect)
+    unbounded = Program("program.accumulation", 4, (Input((8,), ("data",)),))
+    inputs = [np.zeros(8, np.float32)]
+    base = {"key": "program.accumulation", "manual": True, "manual_only": True, "in_shardings": [None],
+            "expected_in_shardings": [""], "out_shardings": [None], "outputs": [], "carries_more": False}
+    for written, refused in [({"all_reduce": 2}, False), ({"all_reduce": 3}, True),
+                             ({"all_reduce": 1, "collective_permute": 2}, True)]:
+        verdict = {**base, "collectives": written}
+        assert parse_verdict(verdict, program, inputs).carries_more is refused, written
+        assert parse_verdict(verdict, unbounded, inputs).carries_more is False, written
+        run = ProgramRun("program.accumulation", inputs=inputs, manual=True, manual_only=True, collectives=written,
+                         outputs=[Output(np.zeros(2), "()", True, [(2,)] * 4, True)])
+        assert run_from_json(run_to_json(run), program).carries_more is refused, written
+    assert parse_verdict({**base, "collectives": {}, "carries_more": True}, program, inputs).carries_more is True
+    from grader.programs.judged import program_key
+    assert program_key("blob", program, 4) != program_key("blob", unbounded, 4)  # a reused run was judged by it
+
+
+# One collective of ``{count}`` elements of ``{type}`` in a program StableHLO text writes by hand.
+ALL_REDUCE = """
+func.func public @main(%arg0: tensor<{count}x{type}>) -> tensor<{count}x{type}> {{
+  %0 = "stablehlo.all_reduce"(%arg0) <{{replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}}> ({{
+  ^bb0(%a: tensor<{type}>, %b: tensor<{type}>):
+    %s = stablehlo.add %a, %b : tensor<{type}>
+    stablehlo.return %s : tensor<{type}>
+  }}) : (tensor<{count}x{type}>) -> tensor<{count}x{type}>
+  return %0 : tensor<{count}x{type}>
+}}
+"""
+WIDTHS = {"f32": 4, "i32": 4, "ui32": 4, "f16": 2, "bf16": 2, "complex<f32>": 8, "complex<f64>": 16, "f64": 8,
+          "i64": 8, "ui64": 8, "i16": 2, "i8": 1, "ui8": 1, "i1": 1, "i4": 1, "f8E4M3FN": 1, "f8E5M2": 1}
+
+
+@pytest.mark.parametrize("element", sorted(WIDTHS))
+def test_a_collective_carries_its_elements_times_their_byte_width(element):
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    from grader.programs.structure import element_bytes, read_module
+
+    with mlir.make_ir_context():
+        assert element_bytes(ir.Type.parse(element)) == WIDTHS[element]
+    structure = read_module(ALL_REDUCE.format(count=3, type=element))
+    assert structure.collectives["all_reduce"] == 1
+    assert structure.payload == 3 * WIDTHS[element]
+
+
+def test_bytes_of_results_and_inputs_and_the_bounds_read_in_bytes():
+    import ml_dtypes
+
+    from grader.programs.structure import (SPARE_BYTES, carries_more, moves_data, read_module, returned_bytes,
+                                           value_bytes)
+
+    results = [SimpleNamespace(shape=(2,), dtype=np.dtype("float32")),
+               SimpleNamespace(shape=(), dtype=np.dtype(ml_dtypes.bfloat16))]  # a narrower result: a float32 sum
+    assert returned_bytes(results) == 2 * 4 + 4
+    assert value_bytes((3, 8, 4), "bool") == 96 and value_bytes((3, 8, 4, 2), "float32") == 768
+    assert value_bytes((2,), "complex64") == 16 and value_bytes((2,), ml_dtypes.bfloat16) == 4
+    assert not carries_more(8 + SPARE_BYTES, 8) and carries_more(8 + SPARE_BYTES + 1, 8)
+    # three quarters of a 768-byte input passed around as complex64 (a ring of ppermutes): 72 elements, half of 192
+    # float32 would be 96, but it is 576 bytes, more than half of the input's 768
+    ring = read_module(ALL_REDUCE.format(count=72, type="complex<f32>")).payload
+    assert ring == 576 and moves_data(ring, 8, [768, 96])
+    assert not moves_data(read_module(ALL_REDUCE.format(count=2, type="f32")).payload, 8, [768])
+
+
+# Constants of every type StableHLO writes, and a function reached only through an array that holds a complex
+# constant before its symbol: the reader reads them all (the bindings refuse to hand back a complex dense attribute).
+CONSTANTS = """
+func.func private @helper(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "stablehlo.all_reduce"(%arg0) <{replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %c0 = stablehlo.constant dense<(1.000000e+00,2.000000e+00)> : tensor<complex<f32>>
+  %c1 = stablehlo.constant dense<[(1.0,2.0),(3.0,-4.5)]> : tensor<2xcomplex<f64>>
+  %c2 = stablehlo.constant dense<"0x0000803F00000040"> : tensor<2xf32>
+  %c3 = stablehlo.constant dense<"0x0000803F0000004000004040000080400000A0400000C040"> : tensor<3xcomplex<f32>>
+  %c4 = stablehlo.constant dense<true> : tensor<3xi1>
+  %c5 = stablehlo.constant dense<[true, false]> : tensor<2xi1>
+  %c6 = stablehlo.constant dense<1.500000e+00> : tensor<2xbf16>
+  %c7 = stablehlo.constant dense<1.0> : tensor<4x4xf16>
+  %c8 = stablehlo.constant dense<3> : tensor<2xi4>
+  %c9 = stablehlo.constant dense<1.0> : tensor<2xf8E4M3FN>
+  %c10 = stablehlo.constant dense<[1, 2]> : tensor<2xui64>
+  %c11 = stablehlo.constant dense<(0.0,1.0)> : tensor<2x2xcomplex<f32>>
+  %1 = stablehlo.real %c0 : (tensor<complex<f32>>) -> tensor<f32>
+  %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<2xf32>
+  %3 = stablehlo.add %arg0, %2 {refs = [dense<(1.0,2.0)> : tensor<complex<f32>>, @helper]} : tensor<2xf32>
+  %4 = func.call @helper(%3) {cst = dense<(1.0,2.0)> : tensor<complex<f32>>} : (tensor<2xf32>) -> tensor<2xf32>
+  return %4 : tensor<2xf32>
+}
+"""
+
+
+def test_constants_of_any_type_are_read_and_hide_no_function():
+    from grader.programs.structure import read_module
+
+    structure = read_module(CONSTANTS)  # once a TypeError: the program was refused as unreadable
+    assert structure.collectives["all_reduce"] == 2  # the call, and the reference behind the complex constant
+    assert structure.payload == 2 * 2 * 4

@@ -42,7 +42,9 @@ class Expect:
     devices); ``compiled_gather``: False where the compiled, partitioned program must not all-gather (the batch
     stays split); ``no_data_moved``: True where no collective may carry a whole input instead of results;
     ``reduce_once``: True where the devices communicate once, after the loop over micro-batches (no collective in
-    a loop, and nothing carried beyond the results and a count).
+    a loop, and no more bytes carried than the results and a count: ``structure.carries_more``); ``collectives``:
+    with ``reduce_once``, the most collective operations the program may write, every kind together (a psum of the
+    gradient sum and one of the count: 2), whatever each carries.
     """
 
     outputs: tuple[bool, ...] | None = None
@@ -50,6 +52,7 @@ class Expect:
     compiled_gather: bool = True
     no_data_moved: bool = False
     reduce_once: bool = False
+    collectives: int | None = None
     #: (check, words) pairs replacing a check's standard words ("{what}" stands for the program's name); the checks
     #: are named in ``grader.programs.expectations.STANDARD``
     says: tuple[tuple[str, str], ...] = ()
@@ -94,7 +97,9 @@ class ProgramRun:
     # no resharding), and the compiled program has no collective the region does not write
     moves_data: bool = False  # its collectives carry a whole input, not results (``structure.moves_data``)
     looped: bool = False  # a loop repeats a collective (``structure.Structure.looped``)
-    carries_more: bool = False  # its collectives carry more than its results (``structure.carries_more``)
+    #: its collectives carry more bytes than its results (``structure.carries_more``), or it writes more collectives
+    #: than its ``Expect.collectives`` allows (``structure.too_many``): either way it reduces more than once
+    carries_more: bool = False
 
 
 # -- as plain data (a Dask worker runs the programs and sends the runs back) -----

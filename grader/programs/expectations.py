@@ -28,8 +28,9 @@ STANDARD: dict[str, str] = {
                "split as the shardings place it; each device works on its own part and only results cross devices",
     "in_loop": "{what}: the program communicates inside its loop over micro-batches, once per micro-batch: each "
                "device should add up its own micro-batches first and the devices reduce once, after the loop",
-    "reduces_often": "{what}: its collectives carry more values than the result and its count: the devices reduce "
-                     "several times (once per micro-batch?) where one reduction, after the accumulation, is enough",
+    "reduces_often": "{what}: its collectives carry more bytes than the result and its count, or there are more of "
+                     "them than one reduction needs: the devices reduce several times (once per micro-batch?) where "
+                     "one reduction, after the accumulation, is enough",
     "moves_data": "{what}: its collective carries the batch itself, not the local results: each device must reduce "
                   "its own rows to its local contribution first, and the collective combines those (a psum of "
                   "buffers the size of the whole batch, each device filling in its rows, is an all-gather of the "

@@ -2,9 +2,9 @@
 
 What the runner reports for a program (``grader.programs.launch``) depends on three things only: the program's
 bytes (the serialized ``jax.export`` module), what the rubric declares about it (its mesh size, its inputs' shapes,
-partition specs and dtypes, whether it is run or only read) and the device count; the inputs are the grader's own,
-drawn for the run. Correct answers written the lesson's way export byte-identical programs, so a class of a
-thousand learners needs a few runs of each, not a thousand.
+partition specs and dtypes, whether it is run or only read, the collectives its ``Expect`` allows) and the device
+count; the inputs are the grader's own, drawn for the run. Correct answers written the lesson's way export
+byte-identical programs, so a class of a thousand learners needs a few runs of each, not a thousand.
 
 ``Judged`` keeps, for one grading run, the ``ProgramRun`` of every program that ran cleanly, keyed by the SHA-256
 of those three things and nothing else: a learner's run reaches another learner's report only when their programs
@@ -34,9 +34,11 @@ from grader.programs import Program, ProgramRun, program_to_json
 
 
 def program_key(blob: str, program: Program, num_devices: int) -> str:
-    """The SHA-256 of what a program's run depends on: its bytes, its declaration (not its record key), the devices."""
+    """The SHA-256 of what a program's run depends on: its bytes, its declaration (not its record key; with the
+    collectives its ``Expect`` allows, which ``carries_more`` is read against), the devices."""
     declared = program_to_json(program)
     declared.pop("key")
+    declared["collectives"] = program.expect.collectives if program.expect is not None else None
     digest = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
     return hashlib.sha256(json.dumps([digest, declared, int(num_devices)], sort_keys=True).encode()).hexdigest()
 

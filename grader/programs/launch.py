@@ -24,6 +24,7 @@ import coursekit
 from coursekit.programs import NOT_EXPORTED
 
 from grader.programs import Input, Output, Program, ProgramRun
+from grader.programs.structure import too_many
 
 MESH_HINT = ("write nothing that assumes the lesson's four devices (use len(devices) and the arrays' shapes) and use "
              "the mesh and shardings the notebook defines, not a mesh of your own")
@@ -101,9 +102,13 @@ def _counts(counts) -> dict[str, int]:
 FLAGS = ("manual", "manual_only", "moves_data", "looped", "carries_more")
 
 
-def _read_flags(run: ProgramRun, report: dict) -> None:
+def _read_flags(run: ProgramRun, report: dict, program: Program) -> None:
+    """The flags (only a JSON true is yes), and ``carries_more`` also where the program writes more collectives than
+    its ``Expect.collectives`` allows (read from the collectives it reports, on both paths)."""
     for name in FLAGS:
         setattr(run, name, report.get(name) is True)
+    bound = program.expect.collectives if program.expect is not None else None
+    run.carries_more = run.carries_more or too_many(run.collectives, bound)
 
 
 def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> ProgramRun:
@@ -114,7 +119,7 @@ def parse_verdict(verdict, program: Program, inputs: list[np.ndarray]) -> Progra
             raise ValueError("malformed report")
         run.collectives = _counts(verdict.get("collectives"))
         run.compiled_collectives = _counts(verdict.get("compiled_collectives"))
-        _read_flags(run, verdict)
+        _read_flags(run, verdict, program)
         if verdict.get("error") is not None:
             run.error = str(verdict["error"])[:500]
             return run
@@ -165,7 +170,7 @@ def run_from_json(data, program: Program) -> ProgramRun:
         run.out_shardings = _strings(data.get("out_shardings"))
         run.collectives = _counts(data.get("collectives"))
         run.compiled_collectives = _counts(data.get("compiled_collectives"))
-        _read_flags(run, data)
+        _read_flags(run, data, program)
     except (ValueError, TypeError, OverflowError):
         return ProgramRun(program.key, error="the worker's report of this program could not be read")
     return run

@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import sys
 from pathlib import Path
 
 from grader.programs.structure import (ALLOWED_CUSTOM_CALLS, COLLECTIVES, Structure, Unreadable,  # noqa: F401
                                       carries_more, compiled_collectives, moves_data, only_written,
-                                      read_module)
+                                      read_module, returned_bytes, value_bytes)
 
 MAX_PROGRAM_BYTES = 4 << 20
 
@@ -163,8 +162,10 @@ def run_one(program: dict, compiled_programs: dict | None = None) -> dict:
         return {**verdict, "error": f"it failed on the grader's inputs ({type(error).__name__})"}
     verdict["manual_only"] = structure.one_region and only_written(verdict["compiled_collectives"],
                                                                    structure.collectives)
-    split = [math.prod(spec["shape"]) for spec in inputs if any(axis is not None for axis in spec["spec"])]
-    returned = sum(math.prod(aval.shape) for aval in exported.out_avals)
+    # in bytes, as the structure counts what the collectives carry
+    split = [value_bytes(spec["shape"], spec["dtype"]) for spec in inputs
+             if any(axis is not None for axis in spec["spec"])]
+    returned = returned_bytes(exported.out_avals)
     verdict["moves_data"] = moves_data(structure.payload, returned, split)
     verdict["looped"] = structure.looped > 0
     verdict["carries_more"] = carries_more(structure.payload, returned)

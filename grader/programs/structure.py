@@ -6,12 +6,14 @@ Two readings, both of structure the learner cannot name:
   is named by the parser (``op.operation.name``); symbols, locations, attributes and the module's own name (all
   of them text the learner chooses: ``fn.__name__ = "stablehlo.all_gather"``) are never searched. Collectives
   are counted among the operations reachable from ``main`` (regions and called functions included),
-  ``custom_call`` targets read from the parsed attribute, and the shard_map (``sdy.manual_computation``) region
-  found by walking ``main``: it counts only when it is manual over the mesh axes its inputs are split on
-  (``manual_axes={}`` is a region the compiler partitions like any global program), and a program is one
-  per-device program (``one_region``) only when exactly one such region takes its inputs as they are placed and
-  what surrounds it only calls, converts and reshapes, never reshards (a sharding constraint or a result
-  sharding other than the region's gathers what it returns).
+  ``custom_call`` targets read from the parsed attribute, what they carry counted in bytes (each operand's
+  elements times its element type's width, read from the parsed type: ``complex<f32>`` is 8 bytes, ``i1`` one;
+  a constant of any type is read, or skipped when the bindings cannot hand it back), and the shard_map
+  (``sdy.manual_computation``) region found by walking ``main``: it counts only when it is manual over the mesh
+  axes its inputs are split on (``manual_axes={}`` is a region the compiler partitions like any global program),
+  and a program is one per-device program (``one_region``) only when exactly one such region takes its inputs as
+  they are placed and what surrounds it only calls, converts and reshapes, never reshards (a sharding constraint
+  or a result sharding other than the region's gathers what it returns).
 * ``compiled_collectives``: the collectives of the program XLA compiled for the grader's inputs, after SPMD
   partitioning, by instruction opcode (jaxlib's ``HloModule`` bindings). Collectives the compiler adds, which
   the exported text never shows, are seen here.
@@ -36,6 +38,13 @@ ALLOWED_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShap
                         "xla.sdy.LocalToGlobalShape", "xla.sdy.FuncResultSharding", "annotate_device_placement"}
 MAX_OPS = 1 << 18  # operations walked, all readings together: a larger module is not read
 UNBOUNDED = 1 << 62  # the payload of a collective that a loop may repeat any number of times
+#: the bytes a collective's element type is given when the bindings name no width for it (no collective of the course
+#: carries one): the widest StableHLO element (complex<f64>), so an unknown type never carries less than it could
+WIDEST = 16
+#: what a reduction may carry beyond the program's results: two 4-byte values (a count beside the numerators, a loss)
+SPARE_BYTES = 8
+#: the narrowest element a result is counted at: a float32 or int32 accumulator may reduce a narrower result
+ACCUMULATOR_BYTES = 4
 LOOPS = {"stablehlo.while", "scf.while", "scf.for"}
 
 
@@ -54,8 +63,10 @@ class Structure:
     manual: bool = False  # a shard_map region manual over the inputs' mesh axes, reachable from main
     one_region: bool = False  # exactly one such region computes everything (see the module's docstring)
     key: str = ""  # a digest of the program without its locations: equal programs compile alike
-    #: values the collectives reached from main carry, per device, summed over every collective and call site
-    #: (a collective inside a loop counts as unbounded: ``UNBOUNDED``)
+    #: bytes the collectives reached from main carry, per device, summed over every collective and call site: each
+    #: operand's elements times its element type's width (``element_bytes``), so packing two floats into one
+    #: complex64 element carries as much as the two floats (a collective inside a loop counts as unbounded:
+    #: ``UNBOUNDED``)
     payload: int = 0
     #: collectives a loop repeats: written inside a loop (``stablehlo.while``, a ``lax.scan``), or in a function
     #: a loop calls
@@ -71,6 +82,52 @@ def _is(attr, kind) -> bool:
     except (ValueError, TypeError):
         return False
     return True
+
+
+def element_bytes(element) -> int:
+    """The bytes one element of a parsed MLIR type takes: a complex number twice its part's, a float or integer its
+    width rounded up to whole bytes (``i1``, ``i4`` and ``f4`` one byte each), ``index`` eight, anything else
+    ``WIDEST``."""
+    from jax._src.lib.mlir import ir
+
+    if _is(element, ir.ComplexType):
+        return 2 * element_bytes(ir.ComplexType(element).element_type)
+    for kind in (ir.IntegerType, ir.FloatType):
+        if _is(element, kind):
+            return max(1, -(-int(kind(element).width) // 8))
+    if _is(element, ir.IndexType):
+        return 8
+    return WIDEST
+
+
+def value_bytes(shape, dtype, floor: int = 1) -> int:
+    """The bytes of an array of ``shape`` and NumPy ``dtype`` (``ml_dtypes``' bfloat16 included), each element
+    counted at no fewer than ``floor`` bytes."""
+    import numpy as np
+
+    return math.prod(shape) * max(int(np.dtype(dtype).itemsize), floor)
+
+
+def _attribute(op, name: str):
+    """``op``'s attribute ``name``, or None when the bindings cannot read it: they refuse to hand back a dense
+    constant of an element type they have no class for (``dense<(1.0,2.0)> : tensor<complex<f32>>``, a
+    ``TypeError``), which holds numbers, never a symbol."""
+    try:
+        return op.attributes[name]
+    except TypeError:
+        return None
+
+
+def _elements(array) -> list:
+    """The elements of an ``ArrayAttr`` the bindings can read (see ``_attribute``), each read on its own so that one
+    unreadable element hides none after it."""
+    found = []
+    for index in range(len(array)):
+        try:
+            found.append(array[index])
+        except TypeError:
+            continue
+    return found
 
 
 def _operations(root):
@@ -179,8 +236,10 @@ class _Reader:
         """Functions an operation refers to by symbol (a call's callee, a composite's decomposition, ...)."""
         ir, found = self.ir, []
         for name in list(op.attributes.keys()):
-            attr = op.attributes[name]
-            values = list(ir.ArrayAttr(attr)) if _is(attr, ir.ArrayAttr) else [attr]
+            attr = _attribute(op, name)
+            if attr is None:
+                continue
+            values = _elements(ir.ArrayAttr(attr)) if _is(attr, ir.ArrayAttr) else [attr]
             found += [ir.FlatSymbolRefAttr(v).value for v in values if _is(v, ir.FlatSymbolRefAttr)]
         return [name for name in found if name in self.funcs]
 
@@ -223,18 +282,21 @@ class _Reader:
         return False
 
     def carried(self, op) -> int:
-        """The values one collective carries per device: its operands' elements (per device inside a manual region,
-        where shapes are local), ``UNBOUNDED`` inside a loop or for a shape that is not static."""
+        """The bytes one collective carries per device: its operands' elements times their element type's width
+        (per device inside a manual region, where shapes are local), ``UNBOUNDED`` inside a loop or for a tensor
+        whose shape is not static (a token carries nothing)."""
         if self.in_loop(op):
             return UNBOUNDED
         total = 0
         for value in op.operands:
             if not _is(value.type, self.ir.RankedTensorType):
+                if _is(value.type, self.ir.ShapedType):  # an unranked tensor
+                    return UNBOUNDED
                 continue
-            shape = self.ir.RankedTensorType(value.type).shape
-            if any(n < 0 for n in shape):
+            tensor = self.ir.RankedTensorType(value.type)
+            if any(n < 0 for n in tensor.shape):
                 return UNBOUNDED
-            total += math.prod(shape)
+            total += math.prod(tensor.shape) * element_bytes(tensor.element_type)
         return min(total, UNBOUNDED)
 
     # -- one per-device program ----------------------------------------------------------------------------
@@ -344,20 +406,40 @@ def compiled_collectives(compiled) -> dict[str, int]:
 
 
 def moves_data(payload: int, outputs: int, split_inputs: list[int]) -> bool:
-    """Whether the collectives carry the data rather than results: more values than the program returns (plus two:
-    a numerator and a count psummed beside a scalar mean), and at least half of the largest input split across the
-    devices (a ring of ppermutes that passes every block around carries (p - 1)/p of it). A reduction of local
-    results (a gradient, numerators and counts, even reduced twice) carries about what the program returns; a psum
-    of zero buffers that each device fills with its rows (an all-gather written as an all-reduce) carries a whole
-    input. Meant for the course's full mesh, where the inputs hold several times more values than the results."""
+    """Whether the collectives carry the data rather than results, all in bytes (``payload``: ``Structure.payload``;
+    ``outputs``: ``returned_bytes``; ``split_inputs``: each input split across the devices, ``value_bytes``): more
+    than the program returns (plus ``SPARE_BYTES``: a numerator and a count psummed beside a scalar mean), and at
+    least half of the largest split input (a ring of ppermutes that passes every block around carries (p - 1)/p of
+    it). A reduction of local results (a gradient, numerators and counts, even reduced twice) carries about what the
+    program returns; a psum of zero buffers that each device fills with its rows (an all-gather written as an
+    all-reduce) carries a whole input, however its values are packed (two float32 to a complex64 element halve the
+    elements, not the bytes). Meant for the course's full mesh, where the inputs hold several times more than the
+    results."""
     return bool(split_inputs) and carries_more(payload, outputs) and 2 * payload >= max(split_inputs)
 
 
+def returned_bytes(results) -> int:
+    """The bytes of a program's results (``exported.out_avals``: shape and dtype), each element counted at no fewer
+    than ``ACCUMULATOR_BYTES`` (a float32 sum may be reduced for a narrower result)."""
+    return sum(value_bytes(aval.shape, aval.dtype, ACCUMULATOR_BYTES) for aval in results)
+
+
 def carries_more(payload: int, outputs: int) -> bool:
-    """Whether the collectives carry more values than the program returns plus two (a numerator per result and a
-    count, a loss beside them): a reduction repeated per micro-batch, unrolled by a Python loop, carries several
-    times its results even when no loop of the program repeats it."""
-    return payload > outputs + 2
+    """Whether the collectives carry more bytes than the program returns (``returned_bytes``) plus ``SPARE_BYTES``
+    (a count beside the numerators, a loss): a reduction repeated per micro-batch, unrolled by a Python loop, carries
+    several times its results even when no loop of the program repeats it, in whatever element type it packs them
+    (an element count let two float32 ride in one complex64 element)."""
+    return payload > outputs + SPARE_BYTES
+
+
+def too_many(collectives: dict[str, int], bound: int | None) -> bool:
+    """Whether the program writes more collective operations (every kind together, each counted where it is written
+    and at every call site: ``Structure.collectives``) than ``bound`` (None: no bound). Values that count is not a
+    number (a runner's report is untrusted) count as unbounded."""
+    if bound is None:
+        return False
+    counts = list(collectives.values())
+    return not all(type(n) is int and n >= 0 for n in counts) or sum(counts) > bound
 
 
 def only_written(compiled: dict[str, int], written: dict[str, int]) -> bool:

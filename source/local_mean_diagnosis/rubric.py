@@ -523,7 +523,8 @@ def judge_microbatch_partials(e: Evidence):
                                Mistake(np.float64(len(bm)), "sequences were counted, not valid tokens")])
 
 
-ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True, no_data_moved=True, says=(
+ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True, collectives=2, no_data_moved=True,
+                         says=(
     ("no_region", "{what}: the program should psum over the devices inside jax.shard_map"),
     ("missing", "{what}: the program should psum the gradient sum and the count over the devices inside "
                 "jax.shard_map"),
@@ -531,8 +532,10 @@ ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True,
                 "micro-batch (a psum in the scan's body, or jax.grad with respect to the replicated w, which psums "
                 "the gradient): keep each device's sums local while accumulating (differentiate with respect to "
                 "lax.pcast(w, \"data\", to=\"varying\")) and psum once, after the scan"),
-    ("reduces_often", "{what}: its psums carry several times the gradient and its count: the devices reduce once per "
-                      "micro-batch (a Python loop of psums?); accumulate locally and psum once, after the loop")))
+    ("reduces_often", "{what}: its psums carry more than the gradient and its count, or there are more than two "
+                      "of them: the devices reduce once per micro-batch (a Python loop of psums, however the values "
+                      "are packed?); accumulate locally and psum once, after the loop: one psum of the gradient sum, "
+                      "one of the count")))
 
 
 @rubric.programs("test-accumulation")
