@@ -469,3 +469,28 @@ def test_the_hubs_configuration_follows_its_options(tmp_path, monkeypatch):
     assert slurm.JupyterHub.services[0]["command"][-8:] == ["--slurm-workers", "2", "--tls-dir", "/s/grading-tls",
                                                             "--slurm-partition", "course", "--scheduler-host",
                                                             "10.0.0.5"]
+
+
+def test_each_server_gets_a_token_that_only_names_its_user_for_the_grading_service(tmp_path, monkeypatch):
+    """The grading service tells who asks from the hub's word on ``COURSE_GRADING_TOKEN`` (grader.service.identity):
+    each server start mints one for its user whose only scope is their name (whoever catches it opens nothing of
+    theirs), and a hub that cannot mint one still starts the server (the service then goes by the connection)."""
+    import logging
+    import types
+
+    config = _configured(tmp_path, monkeypatch, ["--cull-idle", "0"])
+    minted = []
+
+    def spawner(mint):
+        user = types.SimpleNamespace(name="no-such-account-here", new_api_token=mint)
+        return types.SimpleNamespace(user=user, environment=dict(config.Spawner.environment),
+                                     log=logging.getLogger("test"))
+
+    ada = spawner(lambda **kw: minted.append(kw) or "t0ken")
+    config.Spawner.pre_spawn_hook(ada)
+    assert ada.environment["COURSE_GRADING_TOKEN"] == "t0ken" and "COURSE_GRADING_URL" in ada.environment
+    assert minted[0]["scopes"] == ["read:users:name!user"] and minted[0]["expires_in"] > 0
+    broken = spawner(lambda **kw: 1 / 0)
+    config.Spawner.pre_spawn_hook(broken)
+    assert "COURSE_GRADING_TOKEN" not in broken.environment and "COURSE_GRADING_URL" in broken.environment
+    assert "COURSE_GRADING_TOKEN" not in config.Spawner.environment  # one server's token is not every server's

@@ -452,3 +452,189 @@ def test_ctrl_c_stops_the_service_within_ten_seconds_under_a_flood(tmp_path):
     finally:
         service.kill()
     assert status == 0 and took <= 10, (status, took, err.read_text()[-2000:])
+
+
+# --- whose a request is: the connection's own account, never a later look at the socket table ---------------------
+
+def _send_and_close(port: int, count: int, token: str, uid: int | None) -> None:
+    """The attack: ``count`` requests (regrade requests and readings of answers, with ``token``), each connection
+    closed as soon as its request is sent; from account ``uid`` (a child process) where given."""
+    body = b'{"assignment": "sharded_step", "test": "test-update", "reason": "in someone else\'s name"}'
+    auth = b"Authorization: token %s\r\n" % token.encode() if token else b""
+
+    def flood() -> None:
+        for n in range(count):
+            client = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if n % 2:
+                client.sendall(b"GET /appeals HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
+            else:
+                client.sendall(b"POST /appeal HTTP/1.1\r\nHost: x\r\n" + auth
+                               + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            client.close()  # at once: the service finds an orphaned socket, which the kernel lists as root's
+
+    if uid is None:
+        return flood()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit status says whether it sent everything
+        status = 1
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            flood()
+            status = 0
+        finally:
+            os._exit(status)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0, "the attacker's flood failed"
+
+
+def _wait_until_orphaned(port: int, within_s: float = 5.0) -> None:
+    """Until every client end of a connection to ``port`` is an orphan in FIN_WAIT2, which the kernel lists as
+    root's (a FIN is acknowledged within a retransmission, about 0.2 s): what the attacker waits for."""
+    waited = time.monotonic()
+    while time.monotonic() - waited < within_s:
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            states = [line.split()[3] for line in table if line.split()[2].endswith(f":{port:04X}")]
+        if all(state == "05" for state in states):
+            return
+        time.sleep(0.05)
+
+
+def _other_account() -> int | None:
+    """The attacker's account: another one than root's where the test runs as root (nobody), else the test's own."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("no account 'nobody' to attack from")
+
+
+def _victim_name() -> str:
+    return "root" if os.geteuid() != 0 else "nobody"
+
+
+@contextlib.contextmanager
+def _appeals_service(tmp_path: Path, monkeypatch):
+    """The service's routes, not yet serving, whose ``appeals`` record the account each request was attributed to
+    (``asked``), and a fake JupyterHub whose ``/hub/api/user`` knows three tokens: ``own`` (this process's account),
+    ``victim`` (another account) and ``service`` (a service's, no user's)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from grader.service import appeals
+
+    asked: list[tuple[str, int | None]] = []
+    monkeypatch.setattr(appeals, "request", lambda out, uid, body: (asked.append(("request", uid)) or
+                                                                     (200, {"id": "a1", "said": "recorded"})))
+    monkeypatch.setattr(appeals, "mine", lambda out, uid: (asked.append(("mine", uid)) or (200, {"appeals": []})))
+    models = {"own": {"kind": "user", "name": pwd.getpwuid(os.geteuid()).pw_name},
+              "victim": {"kind": "user", "name": _victim_name()}, "service": {"kind": "service", "name": "grading"}}
+
+    class FakeHub(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            said = (self.headers.get("Authorization") or "").split()
+            model = models.get(said[1]) if len(said) == 2 and self.path.endswith("/user") else None
+            body = json.dumps(model or {"status": 403, "message": "not a token"}).encode()
+            self.send_response(200 if model else 403)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    monkeypatch.setenv("JUPYTERHUB_API_URL", f"http://127.0.0.1:{hub.server_address[1]}/hub/api")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "the-grading-services-own-token")
+    fake = types.SimpleNamespace(course=Course.default(), status=lambda: {},
+                                 options=types.SimpleNamespace(out=tmp_path))
+    server = routes.Server(("127.0.0.1", 0), routes.handler(fake))
+    serving: list[threading.Thread] = []
+
+    def serve() -> None:
+        serving.append(threading.Thread(target=server.serve_forever, daemon=True))
+        serving[-1].start()
+
+    try:
+        yield server, asked, serve
+    finally:
+        if serving:
+            server.shutdown()
+        server.server_close()
+        hub.shutdown()
+
+
+def _call(port: int, method: str, path: str, token: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=b'{"assignment": "sharded_step", "test": "t", "reason": "r"}'
+                                     if method == "POST" else None,
+                                     headers={"Authorization": f"token {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_requests_sent_and_closed_at_once_are_never_attributed_to_root(tmp_path, monkeypatch):
+    """The routes read the peer's account from ``/proc/net/tcp`` when they handle the request. A client that sends
+    its request and closes at once leaves an orphaned socket, listed as uid 0: its regrade request (``POST
+    /appeal``), its reading of answers (``GET /appeals``) and its connection count went to root. Here the attacker's
+    requests wait in the listen queue until they are closed (what a flood does to some of them: 3 of 8 before), and
+    carry another learner's token too; none of them may be attributed to any account but the attacker's own."""
+    attacker = _other_account()
+    with _appeals_service(tmp_path, monkeypatch) as (server, asked, serve):
+        port = server.server_address[1]
+        _send_and_close(port, 4, "victim", attacker)
+        _wait_until_orphaned(port)
+        serve()
+        assert _call(port, "GET", "/status") == (200, {})  # accepted after the four: the queue is in order
+        waited = time.monotonic()
+        while server.owners and time.monotonic() - waited < 10:  # each connection's thread has finished
+            time.sleep(0.05)
+        # and a live flood, answered while it arrives
+        _send_and_close(port, 12, "", attacker)
+        waited = time.monotonic()
+        while server.owners and time.monotonic() - waited < 10:
+            time.sleep(0.05)
+        theirs = os.geteuid() if attacker is None else attacker
+        wrong = [(route, uid) for route, uid in asked if uid != theirs]
+        assert not wrong, (f"requests sent and closed at once were attributed to other accounts than the sender's "
+                           f"(uid {theirs}): {wrong}")
+        assert _call(port, "GET", "/appeals") == (200, {"appeals": []}) and asked[-1] == ("mine", os.geteuid())
+
+
+def test_a_request_with_no_token_or_another_accounts_is_not_taken_in_anyone_elses_name(tmp_path, monkeypatch):
+    """Under JupyterHub the service asks the hub whose the token a request carries is. A learner who sends another
+    learner's token (read from a shared notebook, or a leaked one), a service's token, or a forged one, is refused
+    and nothing is recorded; a learner with no token is taken as the account that connected, never as another."""
+    with _appeals_service(tmp_path, monkeypatch) as (server, asked, serve):
+        serve()
+        port, me = server.server_address[1], os.geteuid()
+        for token in ("victim", "service", "forged"):
+            for method, path in (("POST", "/appeal"), ("GET", "/appeals")):
+                code, said = _call(port, method, path, token)
+                assert code == 403 and "error" in said, (token, path, code, said)
+        assert asked == [], f"a request with another account's, a service's or a forged token was taken: {asked}"
+        assert _call(port, "POST", "/appeal", "own")[0] == 200 and _call(port, "GET", "/appeals")[0] == 200
+        assert asked == [("request", me), ("mine", me)]
+
+
+def test_a_server_on_another_host_is_known_by_the_hubs_word_on_its_token(tmp_path, monkeypatch):
+    """Learners' servers on other hosts (their own network namespaces) have no entry in this machine's socket table:
+    their account is the token's user, as the hub says; without a valid token they are refused, not guessed."""
+    from grader.service import identity
+
+    with _appeals_service(tmp_path, monkeypatch):
+        hub = identity.hub()
+        remote = "host 10.0.0.5"
+        assert identity.account(remote, {"Authorization": "token own"}, hub) == (os.geteuid(), 0, "")
+        victim = pwd.getpwnam(_victim_name()).pw_uid
+        assert identity.account(remote, {"Authorization": "token victim"}, hub)[0] == victim
+        for headers in ({}, {"Authorization": "token forged"}, {"Authorization": "token service"}):
+            uid, code, why = identity.account(remote, headers, hub)
+            assert (uid, code) == (None, 403) and why, headers
+        # a socket gone at accept, on this machine: refused whatever it carries (a stolen token, sent so)
+        assert identity.account(identity.UNKNOWN, {"Authorization": "token own"}, hub)[:2] == (None, 403)
+        assert identity.account(identity.UNKNOWN, {}, None)[:2] == (None, 403)

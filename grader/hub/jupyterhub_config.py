@@ -12,7 +12,9 @@ root only): paths, ports, groups. JupyterHub's own pieces do the work:
 * ``jupyterhub-idle-culler`` (unless ``--cull-idle 0``): a server idle that long is stopped, and each server stops its
   own kernels idle half that long;
 * a managed service, ``grading``: the course's ``python -m grader serve`` as root (it seals kernels) on the shared
-  exchange, with the course root as its output and gradebook.
+  exchange, with the course root as its output and gradebook. Each server gets ``COURSE_GRADING_TOKEN``, a token of
+  its user with no power but naming them, which it sends with its requests; the service asks the hub whose it is
+  (``grader.service.identity``), so it tells who asks from the request itself, on this host or another.
 """
 import grp
 import json
@@ -76,7 +78,24 @@ def _is_staff(name: str) -> bool:
     return graders in os.getgrouplist(name, account.pw_gid)
 
 
+GRADING_TOKEN_S = 30 * 24 * 3600  # a server's token for the grading service lasts this long (a new one each start)
+
+
+def _grading_token(spawner) -> dict:
+    """``COURSE_GRADING_TOKEN``: a token of the server's user for the grading service alone, which asks the hub whose
+    it is (grader.service.identity) to tell who asks, on this host or another. Its only scope is the user's name, so
+    whoever might catch it can open nothing of the learner's; without it the service goes by the connecting account."""
+    try:
+        token = spawner.user.new_api_token(note="grading service: whose a request is",
+                                           scopes=["read:users:name!user"], expires_in=GRADING_TOKEN_S)
+    except Exception as error:  # noqa: BLE001 - no token: the service tells the account from the connection
+        spawner.log.warning("no grading-service token for %s: %s", spawner.user.name, error)
+        return {}
+    return {"COURSE_GRADING_TOKEN": token}
+
+
 def _pre_spawn(spawner) -> None:
+    spawner.environment = {**spawner.environment, **_grading_token(spawner)}
     if _is_staff(spawner.user.name):  # the course root, opened on formgrader (as `python -m grader instructor`)
         spawner.notebook_dir = course
         spawner.default_url = "/formgrader"

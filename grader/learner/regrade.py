@@ -30,6 +30,9 @@ from grader.learner.report import DEFAULT_PORT, URL_VARIABLE, is_loopback_host
 test_name = cells.test_name
 
 ROUTE = r"/course/regrade"
+#: The token the hub issued this server's user for the grading service alone (``grader.hub.jupyterhub_config``): sent
+#: with each request, so the service can ask the hub whose it is (``grader.service.identity``), even from another host.
+TOKEN_VARIABLE = "COURSE_GRADING_TOKEN"
 MAX_REASON = 2000  # characters, as the service keeps (grader.service.appeals.MAX_REASON)
 TIMEOUT_S = 15
 
@@ -46,16 +49,19 @@ def service_port(default: int = DEFAULT_PORT) -> int:
 
 
 def send(port: int, assignment: str | None, test: str | None = None, reason: str | None = None) -> tuple[int, dict]:
-    """A regrade request (``assignment`` given) or the list of this account's requests, from this process's account.
-    Returns the service's status and answer; raises ``OSError`` or ``ValueError`` when it does not answer."""
+    """A regrade request (``assignment`` given) or the list of this account's requests, from this process's account
+    (with the hub's token for the service, where the server has one). Returns the service's status and answer;
+    raises ``OSError`` or ``ValueError`` when it does not answer."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+    token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    headers = {"Authorization": f"token {token}"} if token else {}  # only ever to loopback (above)
     try:
         if assignment is None:
-            connection.request("GET", "/appeals")
+            connection.request("GET", "/appeals", headers=headers)
         else:
             connection.request("POST", "/appeal", json.dumps({"assignment": assignment, "test": test,
                                                               "reason": reason or ""}),
-                               {"Content-Type": "application/json"})
+                               {"Content-Type": "application/json", **headers})
         response = connection.getresponse()
         answer = json.loads(response.read(64 * 1024) or b"{}")
         return response.status, answer if isinstance(answer, dict) else {}

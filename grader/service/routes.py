@@ -5,17 +5,22 @@ Every learner on the machine can connect, so a request is bounded before any wor
 open connections (more are closed as they are accepted), ``REQUEST_DEADLINE_S`` for a whole request, a body of at
 most ``MAX_REQUEST_BYTES`` read completely before a judging slot is taken, ``VALIDATE_AT_ONCE`` requests judged at
 once, and a request that fails is answered 500 without stopping anything. Of those connections, one Unix account
-holds at most ``CONNECTIONS_PER_ACCOUNT`` (the peer's account is read from ``/proc/net/tcp``, loopback's only
-witness), so one learner's idle sockets cannot shut every other learner out of Validate.
+holds at most ``CONNECTIONS_PER_ACCOUNT`` (the peer's account as the connection is accepted, ``identity.accepted``),
+so one learner's idle sockets cannot shut every other learner out of Validate.
+
+Whose a request is comes from ``identity`` alone (the account at accept, or the hub's word on the token the learner's
+server sends): a connection whose account cannot be told is answered 403 on every route but ``/status``, and nothing
+is recorded in anyone's name.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import socket
-import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from grader.service import identity
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
 VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
@@ -34,12 +39,12 @@ class Server(ThreadingHTTPServer):
     def __init__(self, address, handler):
         super().__init__(address, handler)
         self.slots = threading.BoundedSemaphore(CONNECTIONS_AT_ONCE)
-        self.accounts: dict[int | None, int] = {}  # open connections per peer account
-        self.owners: dict[int, int | None] = {}  # id(connection): its peer's account
+        self.accounts: dict[int | str, int] = {}  # open connections per connection key (identity.accepted)
+        self.owners: dict[int, int | str] = {}  # id(connection): its key, read once as it was accepted
         self.accounts_lock = threading.Lock()
 
     def process_request(self, request, client_address):
-        account = peer_uid(request)
+        account = identity.accepted(request)
         with self.accounts_lock:
             mine = self.accounts.get(account, 0)
             if mine >= CONNECTIONS_PER_ACCOUNT or not self.slots.acquire(blocking=False):
@@ -75,26 +80,6 @@ class Server(ThreadingHTTPServer):
         pass
 
 
-def _tcp_address(host: str, port: int) -> str:
-    """An IPv4 address as ``/proc/net/tcp`` writes it (the address in host byte order, then the port, in hex)."""
-    return f"{struct.unpack('=I', socket.inet_aton(host))[0]:08X}:{port:04X}"
-
-
-def peer_uid(connection) -> int | None:
-    """The Unix account whose socket is the other end of a loopback connection, or None when it cannot be told."""
-    try:
-        peer, local = connection.getpeername(), connection.getsockname()
-        wanted = (_tcp_address(*peer[:2]), _tcp_address(*local[:2]))
-        with open("/proc/net/tcp", encoding="ascii") as table:
-            for line in table:
-                fields = line.split()
-                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
-                    return int(fields[7])
-    except (OSError, ValueError, struct.error):
-        pass
-    return None
-
-
 def _cut(connection) -> None:
     with contextlib.suppress(OSError):
         connection.shutdown(socket.SHUT_RDWR)
@@ -126,18 +111,30 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def _key(self) -> int | str:  # the connection's key, as it was accepted
+            return getattr(self.server, "owners", {}).get(id(self.request), identity.UNKNOWN)
+
+        def _account(self) -> tuple[int | None, int, str]:
+            """Whose this request is: the one way every route that acts for an account learns it (``identity``)."""
+            return identity.account(self._key(), self.headers, identity.hub())
+
         def do_GET(self):  # noqa: N802 - http.server's name
             if self.path == "/status":
                 return self._answer(200, service.status())
             if self.path == "/appeals":  # the asking account's own regrade requests and answers
                 from grader.service import appeals
 
-                return self._answer(*appeals.mine(service.options.out, peer_uid(self.connection)))
+                uid, code, why = self._account()
+                if uid is None:
+                    return self._answer(code, {"error": why})
+                return self._answer(*appeals.mine(service.options.out, uid))
             return self._answer(404, {"error": "no such route"})
 
         def do_POST(self):  # noqa: N802
             if self.path not in ("/validate", "/appeal"):
                 return self._answer(404, {"error": "no such route"})
+            if self._key() == identity.UNKNOWN:  # counted in no account's connections: judged for nobody either
+                return self._answer(403, {"error": identity.CANNOT_TELL})
             try:
                 length = int(self.headers.get("Content-Length", ""))
             except ValueError:
@@ -150,8 +147,11 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
             if self.path == "/appeal":  # a regrade request, in the name of the account that connected
                 from grader.service import appeals
 
+                uid, code, why = self._account()
+                if uid is None:
+                    return self._answer(code, {"error": why})
                 try:
-                    return self._answer(*appeals.request(service.options.out, peer_uid(self.connection), body))
+                    return self._answer(*appeals.request(service.options.out, uid, body))
                 except Exception as error:  # noqa: BLE001 - a request must never stop the service
                     return self._answer(500, {"error": f"the request could not be recorded ({type(error).__name__})"})
             if not judging.acquire(timeout=5):
