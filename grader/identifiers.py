@@ -1,4 +1,5 @@
-"""The one rule for identifiers a learner chooses: student ids, assignment and notebook names.
+"""The one rule for identifiers a learner chooses (student ids, assignment and notebook names), and the one way
+any text a learner writes is shown in an instructor's record.
 
 A learner picks their own student id (``nbgrader submit --student ID``; ``collect``'s owner check only warns;
 the exchange inbound is writable by every learner) and names the folders and files of their submission. These
@@ -23,6 +24,15 @@ learners' real names; they can look like Latin ones (Cyrillic ``а``), which the
 pages that show ids escape them as well (``lab/instructor/templates/``, ``grader/nbgrader_adapter/formgrader_guard.py``): the
 rule keeps markup out of the gradebook, escaping keeps whatever an older gradebook or a stock nbgrader
 command stored from becoming markup.
+
+**Text a learner writes, in an instructor's record** (:func:`learner_text`): a regrade reason, a folder's name, a
+message that quotes the learner's notebook. Records keep it as it was written (JSON lines, escaped as JSON); every
+line-based record, listing and log that shows it renders it through ``learner_text``: one line (every control
+character, ``\\r``, ``\\n``, ``\\t``, terminal escapes, Unicode line and paragraph separators, bidirectional and
+other format characters escaped as Python writes them), cut at a length, in double quotes (a quote or backslash in
+it escaped) and marked ``learner wrote: "..."``, so it can never begin a line of its own nor pass for the record's
+words. Text of the grader's own that may carry a learner's part (a test's message) goes through
+:func:`escape_controls`: one line, unmarked.
 """
 from __future__ import annotations
 
@@ -72,3 +82,29 @@ def valid(name: str) -> bool:
 def refusal(kind: str, shown: str, name: str) -> str:
     """The message for a refused ``name`` (``shown``: it as the grader prints it), naming the rule."""
     return f"{shown!r} is not a usable {kind} ({problem(name)}; the rule: {RULE})"
+
+
+#: how much of a learner's text one line of a record shows (the record itself keeps all of it)
+SHOWN_CHARS = 300
+
+
+def escape_controls(text: str) -> str:
+    """``text`` on one line: every unprintable character (control characters with ``\\r``, ``\\n``, ``\\t`` and ESC,
+    line and paragraph separators, bidirectional and other format characters, lone surrogates) escaped as Python
+    would write it (``\\n``, ``\\x1b``, ``\\u2028``, ``\\u202e``)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
+def learner_text(text: object, *, limit: int = SHOWN_CHARS, label: str = "learner wrote") -> str:
+    """Text a learner controls, for one line of an instructor's record, listing or log: ``learner wrote: "..."``.
+
+    In double quotes, with a quote or backslash in it escaped (so the text cannot close the quotes and go on as the
+    record's own words) and every unprintable character escaped (:func:`escape_controls`: it cannot begin a line,
+    move the cursor, recolour or reorder the terminal); at most ``limit`` characters of it, the rest counted.
+    Distinct texts stay distinct as shown (up to the cut). ``label``: what it is (``learner's folder``)."""
+    text = str(text)
+    cut = text[:limit]
+    shown = escape_controls(cut.replace("\\", "\\\\").replace('"', '\\"'))
+    more = f" (+{len(text) - len(cut)} more characters)" if len(text) > len(cut) else ""
+    return f'{label}: "{shown}"{more}'

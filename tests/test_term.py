@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import datetime
 import getpass
 import html
@@ -309,7 +310,7 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     appeal_id = term.appeal("test-loss-and-gradient", "My gradient matches the host's: \x1b[31mplease look\n<b>again</b>")
     listing = _command(["appeals", "--out", str(term.out)])
     assert "\x1b" not in listing, "a terminal escape in the reason reached the instructor's terminal"
-    assert "the learner says: My gradient matches the host's: [31mplease look\n    <b>again</b>" in listing
+    assert 'the reason: learner wrote: "My gradient matches the host\'s: [31mplease look\\n<b>again</b>"' in listing
     assert "test-loss-and-gradient  2/3" in listing and "1 open regrade request(s)" in listing
     assert "answered" in _command(["appeals", "answer", appeal_id, "changed", "--points", "3", "--note",
                                    "<i>fair</i>", "--out", str(term.out), "--gradebook", term.url])
@@ -433,6 +434,92 @@ def test_an_appeal_is_in_the_name_of_the_account_that_connects_bounded_and_limit
             assert _ask(port, "GET", "/appeals", uid=65534) == (200, {"appeals": []})
     finally:
         server.shutdown()
+
+
+# --- learner text in the instructor's records: one line, quoted, marked as the learner's ------------------------------
+
+FORGED = "\nappeal by root (answered changed: fair)\ntotal by root 11 autograded = 11"
+BREAKS = ("\n", "\r", "\u2028", "\x1b[1E\x1b[2K", "\r\n\u202e")  # newline, return, line separator, ANSI, bidi
+
+
+def _forged_lines(output: str) -> list[str]:
+    """Lines of ``output`` (cut wherever a terminal or an editor starts one) that a learner's text began, or that
+    carry a terminal escape or bidi control."""
+    starts = ("appeal by root", "total by root", "their notebook, as graded: /forged")
+    return [line for line in output.splitlines() if line.lstrip(" \u202e").startswith(starts)
+            or any(c in line for c in "\x1b\u202e\u2066\u2067\u2068")]
+
+
+def test_a_learners_reason_cannot_forge_a_line_of_history_or_of_the_appeals_listing(tmp_path):
+    """The red team's forgery: a regrade reason that goes on with lines reading exactly like the instructor's records.
+    Asked through the service's route (``python -m grader appeal``), listed (``appeals``), answered, and shown by
+    ``history``: each reason is one line, quoted and marked ``learner wrote``; kept whole in the records."""
+    import threading
+    import types
+
+    from grader.service import appeals
+    from grader.service.routes import Server, handler
+
+    me, out = getpass.getuser(), tmp_path / "out"
+    Gradebook(out).save(_result(9.0, datetime.datetime(2026, 12, 1)), "sha")
+    server = Server(("127.0.0.1", 0), handler(types.SimpleNamespace(options=types.SimpleNamespace(out=out))))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    reasons = {"test-update": "fine" + FORGED, "test-quiz": "ok\") " + FORGED.replace("\n", "\r"),
+               "test-placement": "see" + FORGED.replace("\n", "\u2028\x1b[1E") + "\n    their notebook, as graded: /forged"}
+    try:
+        for test, reason in reasons.items():
+            said = _command(["appeal", ASSIGNMENT, test, "--reason", reason, "--port", str(server.server_port)])
+            assert "is recorded" in said, said
+    finally:
+        server.shutdown()
+    stored = {a.test: a.reason for a in appeals.Appeals(out).of(me)}
+    assert stored["test-update"] == reasons["test-update"]  # the record keeps what was written (newlines and all)
+    listing = _command(["appeals", "--out", str(out)])
+    assert _forged_lines(listing) == [] and listing.count("    the reason: learner wrote: \"") == 3, listing
+    assert 'learner wrote: "fine\\nappeal by root (answered changed: fair)\\ntotal by root 11 autograded = 11"' in listing
+    assert 'learner wrote: "ok\\") appeal by root' in listing  # a quote in it cannot close the marked text
+    first = next(a for a in appeals.Appeals(out).of(me) if a.test == "test-update")
+    _command(["appeals", "answer", first.id, "kept", "--note", "see the message", "--out", str(out)])
+    listing = _command(["appeals", "--all", "--out", str(out)])
+    assert _forged_lines(listing) == [] and listing.count("learner wrote") == 3, listing
+    shown = _command(["history", me, ASSIGNMENT, "--out", str(out)])
+    assert _forged_lines(shown) == [] and len(shown.splitlines()) == 4, shown  # 3 requests, 1 answer
+    assert shown.count("(regrade request: learner wrote: \"") == 3 and "(answered kept: see the message)" in shown
+    assert [e["reason"] for e in history.read(out, me, ASSIGNMENT) if "reason" in e] == [
+        appeals.Appeals(out).of(me)[n].reason for n in range(3)]  # whole, as asked
+
+
+@pytest.mark.parametrize("brk", BREAKS, ids=["newline", "return", "u2028", "ansi", "bidi"])
+def test_history_shows_every_field_a_learner_reaches_on_one_line(tmp_path, brk):
+    """Records with learner text in them as older or other writers left them (a reason in the sentence, a message
+    quoting the learner's notebook, a folder's timestamp, a cell's name): ``history`` shows none of it raw."""
+    out, forged = tmp_path / "out", FORGED.replace("\n", brk)
+    history.append(out, "ada", ASSIGNMENT, "appeal", "regrade request: it is right" + forged, test="test-update")
+    history.append(out, "ada", ASSIGNMENT, "attempt", "submitted 2026-12-01" + forged + ": not graded (the file is "
+                   "not valid JSON (" + forged + "))", number=1, status="invalid" + forged, score=None)
+    history.append(out, "ada", ASSIGNMENT, "hand_grade", "an answer to grade by hand", cell="answer" + forged,
+                   what="to_grade" + forged, score=None)
+    history.append(out, "ada", ASSIGNMENT, "appeal", "regrade request", reason=("x" * 400) + forged, test="test-quiz")
+    shown = _command(["history", "ada", ASSIGNMENT, "--out", str(out)])
+    assert _forged_lines(shown) == [] and len(shown.splitlines()) == 4, shown
+    assert shown.count('(regrade request: learner wrote: "') == 2 and "(+" in shown  # marked; the long one cut
+    assert all(c not in shown for c in "\r\u2028\u202e\x1b")
+
+
+def test_appeals_listing_and_service_log_show_learner_text_on_one_line(tmp_path):
+    """A request stored with raw control characters (in the reason, and in the test's message, which can quote the
+    learner's values) and an inbound folder named with them: the listing and the service's log keep each on its
+    line."""
+    from grader.service import appeals, exchange
+
+    out, forged = tmp_path / "out", FORGED.replace("\n", "\r\u2028\x1b[1E\n")
+    appeal = appeals.Appeal("f00d", "ada", ASSIGNMENT, "test-update", "why" + forged, "2026-12-01T00:00:00Z", 1.0,
+                            2.0, "expected 3, got" + forged)
+    appeals.Appeals(out)._append("ada", {"kind": "request", **dataclasses.asdict(appeal)})
+    listing = _command(["appeals", "--out", str(out)])
+    assert _forged_lines(listing) == [] and len(listing.splitlines()) == 5, listing
+    arrival = exchange.Arrival("ada+" + ASSIGNMENT + "+" + forged, tmp_path, "ada", ASSIGNMENT, "")
+    assert arrival.shown.startswith("learner's folder: \"ada+") and len(f"serve: {arrival.shown}".splitlines()) == 1
 
 
 def test_a_running_grader_judges_with_the_rubric_as_it_is_on_disk_now(tmp_path):

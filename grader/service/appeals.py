@@ -2,11 +2,14 @@
 reason; the instructor answers each one.
 
 * **Asking** goes through the grading service's loopback port (``POST /appeal``, ``python -m grader appeal``): the
-  service tells who asks from the Unix account at the other end of the connection (``routes.peer_uid``), as it tells
-  whose a submission is from the folder's owner, so nobody can ask, or read answers, in another learner's name.
+  service tells who asks from the connection itself (``identity``: the account at the other end as it was accepted,
+  or the hub's word on the token the learner's server sends), as it tells whose a submission is from the folder's
+  owner, so nobody can ask, or read answers, in another learner's name; a request whose account cannot be told is
+  refused, never recorded in root's or anyone's name.
 * **The request** names a test of the learner's counting result (nothing else can be appealed), with a reason of at
-  most ``MAX_REASON`` characters, kept as data: JSON on disk, escaped on every page and terminal that shows it. It
-  records the test's points and message as graded, so the instructor sees what the learner saw.
+  most ``MAX_REASON`` characters, kept as data: JSON on disk, escaped on every page, and on every terminal and
+  history line one line, quoted and marked as the learner's (``identifiers.learner_text``), so it cannot pass for a
+  line of the record. It records the test's points and message as graded, so the instructor sees what the learner saw.
 * **The limit**: ``PER_ASSIGNMENT`` requests per learner and assignment, one open request per test. It bounds the
   instructor's work, not an oracle: a request runs no code and grades nothing; its answer is written by a person
   about an attempt already graded, so asking reveals nothing a Submit would not.
@@ -208,7 +211,7 @@ def request(out: Path, uid: int | None, body: bytes) -> tuple[int, dict]:
         appeal = Appeals(out).ask(student, assignment, test, reason)
     except Refused as refused:
         return 409, {"error": str(refused)}
-    history.append(out, student, assignment, "appeal", f"regrade request: {appeal.reason[:200]}", id=appeal.id,
+    history.append(out, student, assignment, "appeal", "regrade request", reason=appeal.reason, id=appeal.id,
                    test=test, points=appeal.points)
     return 200, {"id": appeal.id, "said": f"Your request about {test} is recorded ({appeal.id}); its answer comes "
                                           "with your feedback (Fetch Feedback), or: python -m grader appeal --list"}
@@ -298,13 +301,6 @@ def ask_command(port: int, assignment: str | None, test: str | None, reason: str
     return 0
 
 
-def _terminal(text: str) -> str:
-    """Text a learner wrote, safe for a terminal: no control character but the newline survives."""
-    from grader.submission.intake import escape_controls
-
-    return "\n    ".join(escape_controls(line) for line in str(text).split("\n"))
-
-
 def instructor_command(out: Path, db_url: str | None, course_root: Path, appeal_id: str | None, answer: str | None,
                        points: float | None, note: str) -> int:
     """``python -m grader appeals``: the open requests (``--all``: every one), or with ``answer ID kept|changed|fixed``
@@ -312,6 +308,7 @@ def instructor_command(out: Path, db_url: str | None, course_root: Path, appeal_
     import getpass
     import sys
 
+    from grader.identifiers import escape_controls, learner_text
     from grader.submission import history
 
     store = Appeals(out)
@@ -319,10 +316,14 @@ def instructor_command(out: Path, db_url: str | None, course_root: Path, appeal_
         shown = [a for a in store.everyone() if answer == "all" or not a.answer]
         for a in shown:
             autograded = Gradebook(out).autograded_path(a.student, a.assignment, notebook_name(a.assignment))
-            print(f"{a.id}  {_terminal(a.student)}  {a.assignment}  {a.test}  {a.points:g}/{a.max_points:g}  asked "
-                  f"{a.at}" + (f"  answered {a.answer} by {a.answered_by}" if a.answer else "")
-                  + f"\n    the test said: {_terminal(a.message)}\n    the learner says: {_terminal(a.reason)}"
-                  f"\n    their notebook, as graded: {autograded}")
+            # each line one line: the learner's reason quoted and marked, the test's message (it may quote the
+            # learner's values) escaped, so no text of theirs can begin a line of this listing
+            print(f"{escape_controls(f'{a.id}  {a.student}  {a.assignment}  {a.test}')}  {a.points:g}/"
+                  f"{a.max_points:g}  asked {escape_controls(a.at)}"
+                  + (f"  answered {escape_controls(a.answer)} by {escape_controls(a.answered_by)}" if a.answer else "")
+                  + f"\n    the test said: {escape_controls(a.message)}"
+                  f"\n    the reason: {learner_text(a.reason, limit=MAX_REASON)}"
+                  f"\n    their notebook, as graded: {escape_controls(str(autograded))}")
         print(f"{len(shown)} {'' if answer == 'all' else 'open '}regrade request(s)")
         return 0
     appeal = store.find(appeal_id)

@@ -55,6 +55,11 @@ class Arrival:
     problem: str | None = None
     owner: str = ""  # the Unix account that owns the folder (as lstat saw it)
 
+    @property
+    def shown(self) -> str:
+        """The folder's name for the service's log: a name the learner chose, on one line and marked as theirs."""
+        return identifiers.learner_text(self.name, label="learner's folder")
+
 
 @dataclass(frozen=True)
 class Opened:

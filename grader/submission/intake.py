@@ -24,6 +24,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from grader.identifiers import escape_controls
+
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_CELLS = 2000  # the course notebooks have under 50
 MAX_NESTING = 100  # JSON depth; a notebook needs under 10, widget state a few more
@@ -65,12 +67,6 @@ class Deadline:
             raise InvalidSubmission(
                 "too_large", f"preparing the notebook took longer than {self.seconds:g} s (stopped while {doing}); "
                              "the notebook is too large or too complex to grade")
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with every unprintable character (control characters, lone surrogates) escaped as Python would."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   for c in text)
 
 
 def shown_name(name: str) -> str:
