@@ -11,7 +11,10 @@
     report    --out DIR [--gradebook URL]                 gradebook table; hand grades into grades.csv, feedback
     export    [--out DIR] --canvas FILE [--moodle FILE]   the totals as an LMS's grade-import CSV
     history   STUDENT [ASSIGNMENT] [--out DIR]            every event behind a learner's grades, and the totals
+    extend    STUDENT ASSIGNMENT --until DATE|--hours N [--attempts N]   a learner's accommodations
     term      init|status|backup|restore|clean [--out DIR] a term's records: marked, backed up, never cleaned
+    roster    FILE                                        the class's roster applied to the hub's accounts (root)
+    lms       status|sync|keys --config FILE              grades passed back to the LMS (LTI 1.3 AGS)
     appeal    ASSIGNMENT TEST --reason TEXT | --list      (learner) ask for a test to be looked at again
     appeals   [--all] | answer ID kept|changed|fixed      (instructor) the regrade requests, and their answers
     workspace                                             copy new assignments into workspace/ (never replaces)
@@ -140,7 +143,7 @@ def cmd_serve(args) -> int:
                       workers=args.workers or (3 * args.slurm_workers if cluster else default_workers()),
                       gradebook=None if args.no_gradebook else
                       (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
-                      port=args.port, check_owner=not args.no_check_owner, cluster=cluster)
+                      port=args.port, check_owner=not args.no_check_owner, cluster=cluster, lms=args.lms)
     return serve(course, options, settings, once=args.once)
 
 
@@ -235,12 +238,6 @@ def cmd_report(args) -> int:
         similar = similarity.find(args.out, Course.default())  # the learners' own code, from autograded/
         print(f"class report: {class_page.write(summary, args.out, similar=similar)}")
     return 0
-
-
-def cmd_history(args) -> int:
-    from grader.submission import history
-
-    return history.show(args.out, args.student, args.assignment)
 
 
 def cmd_export(args) -> int:
@@ -352,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-dir", type=Path, metavar="DIR", help="the course's certificates (python -m grader certs)")
     serve.add_argument("--scheduler-host", default="127.0.0.1", help="an address of this machine every node reaches")
     serve.add_argument("--slurm-partition", default=None, help="the Slurm partition of the grading jobs")
+    serve.add_argument("--lms", type=Path, metavar="FILE", help="the LMS file: totals passed back over LTI 1.3 AGS")
     serve.add_argument("--no-confine", action="store_true", help="skip the uid switch and mount hiding (development only)")
     _limit_arguments(serve, defaults)
     serve.set_defaults(run=cmd_serve)
@@ -407,18 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--canvas-id", action="append", default=[], metavar="ASSIGNMENT=ID", help="(repeatable)")
     export.set_defaults(run=cmd_export)
 
-    hist = sub.add_parser("history", help="every grade event of a learner: attempts, hand grades, penalties, totals")
-    hist.add_argument("student")
-    hist.add_argument("assignment", nargs="?")
-    hist.add_argument("--out", type=Path, default=Path("."), help="the grading output folder (default: .)")
-    hist.set_defaults(run=cmd_history)
-
-    from grader.service.appeals import add_commands
-
-    add_commands(sub, DEFAULT_SERVICE_PORT)  # appeal (the learner's), appeals (the instructor's)
-    from grader.term.commands import add_commands as term_commands
-
-    term_commands(sub)  # term init|status|guard|clean|backup|restore: a term's records
+    _module_commands(sub)
 
     workspace = sub.add_parser("workspace", help="copy released assignments the learner lacks into workspace/")
     workspace.set_defaults(run=cmd_workspace)
@@ -428,10 +415,22 @@ def build_parser() -> argparse.ArgumentParser:
     instructor = sub.add_parser("instructor", help="the instructor's JupyterLab at the course root, with formgrader")
     instructor.add_argument("jupyter_args", nargs=argparse.REMAINDER)
     instructor.set_defaults(run=cmd_instructor)
-    from grader.hub.start import add_commands as hub_commands
-
-    hub_commands(sub, DEFAULT_SERVICE_PORT)  # hub, slurm (as root)
     return parser
+
+
+# Subcommands whose code and parser live in their own module, in the order --help lists them: appeal and appeals
+# history, appeal and appeals (the learner's and the instructor's), extend (accommodations), term (a term's records),
+# lms (grades passed back over LTI 1.3), hub, roster and slurm.
+MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.appeals", True), ("grader.service.accommodations", False),
+                   ("grader.term.commands", False), ("grader.lms.commands", False), ("grader.hub.start", True))
+
+
+def _module_commands(sub) -> None:
+    import importlib
+
+    for name, takes_port in MODULE_COMMANDS:
+        module = importlib.import_module(name)
+        module.add_commands(sub, DEFAULT_SERVICE_PORT) if takes_port else module.add_commands(sub)
 
 
 _LABS = ("lab", "instructor")

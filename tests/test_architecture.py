@@ -28,7 +28,7 @@ PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers", "visible_checks", "raised"}
 RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
         "nbgrader_adapter": 5, "service": 6, "hub": 6, "authoring": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1, "slurm": 1,
-        "term": 5}
+        "term": 5, "lms": 5}
 MAX_LINES = 450
 
 

@@ -161,6 +161,7 @@ def test_serve_once_stops_only_after_the_gradebook_has_what_was_graded(tmp_path)
     service = Service.__new__(Service)  # no kernels: only the bookkeeping under test
     service.lock, service.pending, service.finishing = threading.Lock(), {}, 1
     service.bookkeeping = __import__("queue").Queue()
+    service.stopping, service.lms_due, service.lms = threading.Event(), threading.Event(), None  # no LMS
     service.pool = type("Pool", (), {"waiting": lambda self: 0, "close": lambda self: None})()
     assert not service.idle()  # a page on its way out: --once must not stop here
     service.finishing = 0

@@ -34,7 +34,7 @@ from grader.results import NotebookResult
 from grader.submission import history
 from grader.service import exchange, pages
 from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
-                                     content_digest, counting, decide, restamp)
+                                     content_digest, counting, decide)
 from grader.service.routes import Server, handler
 from grader.service.pool import ClusterPool, Pool, Task
 from grader.submission.gradebook import Gradebook
@@ -45,6 +45,7 @@ from grader.submission.pipeline import Job, Settings, notebook_name
 DEFAULT_PORT = 47080  # loopback only
 SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
 MAX_PER_SCAN = 100  # folders looked at per scan (four scans a second), in turns across accounts
+LMS_TICK_S = 30.0  # with an LMS: how often totals changed outside the service (hand grades, appeals) are posted
 
 
 @dataclass
@@ -59,10 +60,15 @@ class Options:
     port: int | None = DEFAULT_PORT  # None: no HTTP server
     check_owner: bool = True  # a submission counts for the student whose Unix account owns its folder
     cluster: object = None  # a Dask client, or a callable making one: grading on its workers (pool.ClusterPool)
+    lms: object = None  # the LMS file (a path; grader.lms.config.load reads it): totals passed back as they change
 
 
 class Service:
     def __init__(self, course: Course, options: Options, settings: Settings):
+        if isinstance(options.lms, (str, Path)):  # read once, before anything starts: a bad file stops it, saying why
+            from grader.lms.config import load
+
+            options = dataclasses.replace(options, lms=load(Path(options.lms)))
         self.course, self.options = course, options
         self.state = options.out / "service"
         self.ledger = Ledger(self.state / "ledger")
@@ -82,6 +88,16 @@ class Service:
             course, settings, options.workers, options.cluster)
         self.books = threading.Thread(target=self._keep_books, daemon=True, name="gradebook")
         self.books.start()
+        self.lms_due, self.stopping = threading.Event(), threading.Event()
+        self.lms = threading.Thread(target=self._pass_grades_back, daemon=True, name="lms") if options.lms else None
+        if self.lms is not None:
+            self.lms.start()
+
+    def policy(self, student: str, assignment: str) -> Policy:
+        """The class's attempts policy with this learner's accommodation (``accommodations``: extra attempts)."""
+        from grader.service.accommodations import policy_for
+
+        return policy_for(self.options.policy, self.options.out, student, assignment)
 
     # -- 1, 2: what arrived, and whether it is graded now ------------------------------------------------------
     def _arrivals(self) -> list[exchange.Arrival]:
@@ -111,7 +127,7 @@ class Service:
             try:
                 decided = self.take(arrival, time.time())
             except Exception as error:  # noqa: BLE001 - one folder (a full disk, a vanished file) never stops the loop
-                print(f"serve: {arrival.name!r}: could not be decided ({type(error).__name__}: {error}); it is left "
+                print(f"serve: {arrival.shown}: could not be decided ({type(error).__name__}: {error}); it is left "
                       "in the exchange for the instructor's own collect", file=sys.stderr, flush=True)
                 decided = True
             if decided:
@@ -140,7 +156,7 @@ class Service:
             key = (arrival.student_id, arrival.assignment_id)
             with self.lock:
                 earlier = self.ledger.attempts(*key) + [Attempt("", t, True) for t in self.pending.get(key, [])]
-                decision = decide(self.options.policy, earlier, now)
+                decision = decide(self.policy(*key), earlier, now)
                 if decision.grade:
                     self.pending.setdefault(key, []).append(now)
             if not decision.grade:
@@ -156,7 +172,7 @@ class Service:
             stamp, note = timestamps.later_of(arrival.timestamp, seen)
             exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), stamp, submitted, MAX_NOTEBOOK_BYTES)
         if note:
-            print(f"serve: {arrival.name!r}: {note}", file=sys.stderr, flush=True)
+            print(f"serve: {arrival.shown}: {note}", file=sys.stderr, flush=True)
         job = Job(arrival.student_id, arrival.assignment_id, submitted)
         settings = dataclasses.replace(self.settings, out=folder)
         self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result, note)))
@@ -170,7 +186,7 @@ class Service:
                 print(f"serve: {arrival.owner}: over {self.refusals.KEPT_PER_ACCOUNT} refused folders; further ones "
                       "are neither recorded nor answered", file=sys.stderr, flush=True)
             return
-        print(f"serve: {arrival.name!r}: refused: {reason}", file=sys.stderr, flush=True)
+        print(f"serve: {arrival.shown}: refused: {reason}", file=sys.stderr, flush=True)
         if secret is not None:
             notebook = Path(notebook_name(arrival.assignment_id)).stem if arrival.assignment_id else "notebook"
             said = f"Your submission {timestamps.shown(arrival.timestamp)} could not be graded: {reason}."
@@ -178,7 +194,7 @@ class Service:
                              pages.page("Not graded", [said]))
 
     def _over_limit(self, arrival, now: float, decision, secret: str, notebook: str) -> None:
-        limit = self.options.policy
+        limit = self.policy(arrival.student_id, arrival.assignment_id)
         said = (f"You have used {decision.used} of {limit.graded_per_window} graded attempts in the last "
                 f"{limit.window_hours:g} hours. The next submission that will be graded is one made after "
                 f"{pages.when(decision.next_at)}.")
@@ -199,7 +215,7 @@ class Service:
                 "test results; this keeps Submit from becoming a way to probe the hidden tests. Keep working with "
                 "Validate, which runs the visible checks as often as you like."]))
         self.counts["not_graded"] += 1
-        print(f"serve: {arrival.name!r}: over_limit: {said}", file=sys.stderr, flush=True)
+        print(f"serve: {arrival.shown}: over_limit: {said}", file=sys.stderr, flush=True)
 
     # -- 4: the learner's page ------------------------------------------------------------------------------------
     def finished(self, arrival: exchange.Arrival, secret: str, arrived: float, folder: Path,
@@ -239,7 +255,7 @@ class Service:
         repeats its answers after a different one counted)."""
         notebook = Path(notebook_name(arrival.assignment_id)).stem
         arrived, graded = attempt.arrived, attempt.graded
-        policy = self.options.policy
+        policy = self.policy(arrival.student_id, arrival.assignment_id)
         used = sum(1 for a in attempts if a.graded and arrived - a.arrived < policy.window_hours * 3600)
         number = sum(1 for a in attempts if a.status != "over_limit")
         lines = [f"Graded by the course's grading service at {pages.when(time.time())}: attempt {number} of "
@@ -332,54 +348,29 @@ class Service:
                 return
 
     def publish(self, items: list[tuple[Path, NotebookResult, Path]]) -> None:
-        """Each counting attempt's files into the course's ``autograded/``, ``feedback/`` and results; its
-        ``timestamp.txt`` (the time the late penalty is decided on) from the third folder of its item."""
-        book = Gradebook(self.options.out)
-        for folder, result, stamped in items:
-            attempt = Gradebook(folder)
-            for where in ("result_path", "autograded_path", "feedback_path"):
-                source = getattr(attempt, where)(result.student_id, result.assignment_id, result.notebook)
-                target = getattr(book, where)(result.student_id, result.assignment_id, result.notebook)
-                if source.is_file():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(source, target)
-            if stamped != folder:  # the earlier attempt's time, where the late penalty is decided (results/)
-                restamp(book, result, stamped)
-            # nbgrader's release_feedback (formgrader's Release Feedback) sends an updated page (hand grades, the
-            # late penalty recomputed) to the learner under the same name: it reads these two beside the page.
-            beside = book.feedback_path(result.student_id, result.assignment_id, result.notebook).parent
-            for name, where in (("timestamp.txt", stamped), ("submission_secret.txt", folder)):
-                source = where / "submitted" / result.student_id / result.assignment_id / name
-                if source.is_file() and not source.is_symlink() and beside.is_dir():
-                    shutil.copyfile(source, beside / name)
-        if self.options.gradebook:
-            from grader.nbgrader_adapter.db import export_grades
+        """Each counting attempt into the course's gradebook (``publish.publish``), then the LMS told (``lms``)."""
+        from grader.service.publish import publish
 
-            import tempfile
+        publish(self.course, self.options.out, self.options.gradebook, items)
+        self.lms_due.set()
 
-            settled: dict = {}
-            with tempfile.TemporaryDirectory() as stamps:  # each attempt's timestamp.txt and graded notebook, where
-                for folder, result, stamped in items:       # export_grades reads them
-                    where = Path(stamps) / result.student_id / result.assignment_id
-                    where.mkdir(parents=True, exist_ok=True)
-                    stamp = stamped / "submitted" / result.student_id / result.assignment_id / "timestamp.txt"
-                    if stamp.is_file() and not stamp.is_symlink():
-                        shutil.copyfile(stamp, where / "timestamp.txt")
-                    graded = Gradebook(folder).autograded_path(result.student_id, result.assignment_id, result.notebook)
-                    if graded.is_file() and not graded.is_symlink():  # the answers as formgrader shows them
-                        shutil.copyfile(graded, where / result.notebook)
-                export_grades(self.options.gradebook, self.course, [r for _, r, _ in items], Path(stamps),
-                              out=self.options.out, settled=settled)
-            for (student, assignment, notebook), changes in settled.items():
-                for change in changes:
-                    history.append(self.options.out, student, assignment, "hand_grade", {
-                        "held_out": "the answer changed since it was graded by hand: to be graded again",
-                        "restored": "the answer is one graded by hand before: its grade applies again",
-                        "to_grade": "an answer to grade by hand"}[change.what],
-                        notebook=notebook, cell=change.cell, what=change.what, score=change.score)
-        from grader.nbgrader_adapter.manual_grades import refresh
+    def _pass_grades_back(self) -> None:
+        """Post the totals that changed to the LMS (``grader.lms``): after each publish and every ``LMS_TICK_S`` (a
+        hand grade, an answered appeal or ``grade --test`` changes totals outside the service); the history is the
+        queue and its back-off, so a round that fails loses nothing."""
+        from grader.lms.sync import sync_due
 
-        refresh(self.options.out, self.options.gradebook, self.course.root)  # with hand grades and late penalties
+        while not self.stopping.is_set():
+            self.lms_due.wait(LMS_TICK_S)
+            self.lms_due.clear()
+            try:
+                done = sync_due(self.options.out, self.options.lms, self.options.gradebook)
+                if done.posted or done.refused:
+                    print(f"serve: the LMS: {len(done.posted)} grade(s) posted, {len(done.refused)} refused "
+                          "(python -m grader lms status)", file=sys.stderr, flush=True)
+            except Exception as error:  # noqa: BLE001 - the grades wait in the history for the next round
+                print(f"serve: the LMS could not be reached this round ({type(error).__name__}: {error})",
+                      file=sys.stderr, flush=True)
 
     def deliver_answers(self) -> None:
         """Release the instructor's answers to regrade requests with the learners' feedback (``appeals``)."""
@@ -412,13 +403,19 @@ class Service:
         self.pool.close()
         self.bookkeeping.put(None)
         self.books.join()
+        self.stopping.set()
+        self.lms_due.set()
+        if self.lms is not None:
+            self.lms.join(timeout=30)  # a round in flight ends within its requests' timeouts
 
 
 def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
     """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
+    from grader.lms.config import ConfigError
+
     try:
         service = Service(course, options, settings)
-    except exchange.UnsafeExchange as error:
+    except (exchange.UnsafeExchange, ConfigError) as error:
         print(f"serve: {error}", file=sys.stderr, flush=True)
         return 2
     server = None

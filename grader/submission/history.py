@@ -8,6 +8,9 @@ and why:
   graded because it was unreadable, over the limit, or the grader failed;
 * ``hand_grade``: what happened to a hand grade when a new attempt was published (``answers.Change``: held out of a
   changed answer, restored for an answer graded before, to grade);
+* ``accommodation``: a learner's own due date or extra graded attempts (``python -m grader extend``), and why;
+* ``lms_post``: a grade passed back to the LMS (``grader.lms``): what was posted, to which line item, the HTTP status,
+  ``outcome`` posted or refused (with the platform's message);
 * ``total``: the notebook's total as the gradebook has it (autograded + by hand - late penalty), written whenever
   it differs from the last one, with the fields that changed. The last ``total`` line of a notebook is what
   ``grades.csv`` and the LMS export show, and ``recompute`` reads it back.
@@ -25,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from grader.identifiers import escape_controls, learner_text
 from grader.submission.gradebook import path_part
 
 FOLDER = "history"
@@ -120,28 +124,50 @@ def shown(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
+#: the start of an appeal request's reason in histories written before the reason had a field of its own
+_OLD_REQUEST = "regrade request: "
+_WORDS = ("at", "assignment", "event", "by", "number", "status", "cell", "what")
+
+
 def describe(event: dict) -> str:
-    """One line for ``python -m grader history``."""
-    head = f"{event.get('at', '?')}  {event.get('assignment', '?')}  {event.get('event', '?'):<10} by {event.get('by', '?')}"
+    """One line for ``python -m grader history``, whatever the event holds: every value on one line
+    (``escape_controls``), the learner's own words quoted and marked (``learner_text``)."""
+    def field(name: str) -> str:  # a missing word shows as "?", a missing number as "none"
+        return escape_controls(shown(event.get(name, "?" if name in _WORDS else None)))
+
+    head = f"{field('at')}  {field('assignment')}  {field('event'):<10} by {field('by')}"
     kind = event.get("event")
     if kind == "total":
-        parts = f"{shown(event.get('autograded'))} autograded"
+        parts = f"{field('autograded')} autograded"
         if event.get("manual_max"):
-            parts += f" + {shown(event.get('by_hand'))} by hand"
+            parts += f" + {field('by_hand')} by hand"
         if event.get("penalty"):
-            parts += f" - {shown(event.get('penalty'))} late"
-        body = f"{parts} = {shown(event.get('total'))}"
+            parts += f" - {field('penalty')} late"
+        body = f"{parts} = {field('total')}"
     elif kind == "attempt":
-        body = (f"attempt {event.get('number', '?')}: {event.get('status', '?')} "
-                f"{shown(event.get('score'))}/{shown(event.get('max_score'))}")
+        body = f"attempt {field('number')}: {field('status')} {field('score')}/{field('max_score')}"
         if event.get("penalty"):
-            body += f", {shown(event.get('penalty'))} late penalty"
+            body += f", {field('penalty')} late penalty"
         body += "; counts now" if event.get("counts") else ""
     elif kind == "hand_grade":
-        body = f"cell {event.get('cell', '?')}: {event.get('what', '?')} ({shown(event.get('score'))} points)"
+        body = f"cell {field('cell')}: {field('what')} ({field('score')} points)"
+    elif kind == "lms_post":  # grader.lms: a grade passed back to the LMS (LTI 1.3 AGS), or refused by it
+        grade = event.get("grade") if isinstance(event.get("grade"), dict) else {}
+        given, most, progress = (escape_controls(shown(grade.get(k)))
+                                 for k in ("scoreGiven", "scoreMaximum", "gradingProgress"))
+        body = f"to the LMS: {given}/{most} {progress}, {field('outcome')} (HTTP {field('status')})"
+    elif kind == "accommodation":  # grader.service.accommodations: a learner's own due date or extra attempts
+        body = f"granted: {field('granted')}"
     else:
         body = ""
-    return f"{head}  {body}  ({event.get('why', '')})"
+    why = str(event.get("why", ""))
+    if "reason" in event:  # an appeal request: the learner's reason, kept whole in its own field
+        why = f"{escape_controls(why)}: {learner_text(event['reason'])}"
+    elif kind == "appeal" and why.startswith(_OLD_REQUEST):
+        why = f"{_OLD_REQUEST}{learner_text(why[len(_OLD_REQUEST):])}"
+    else:
+        why = escape_controls(why)
+    return f"{head}  {body}  ({why})"
 
 
 def show(out: Path, student: str, assignment: str | None = None) -> int:
@@ -155,7 +181,16 @@ def show(out: Path, student: str, assignment: str | None = None) -> int:
         print(describe(event))
     for (name, notebook), event in sorted(last_totals(events).items()):
         total = recompute(event)
-        print(f"counts now: {name}/{notebook}: "
+        print(f"counts now: {escape_controls(shown(name))}/{escape_controls(shown(notebook))}: "
               + (f"{total:g}" if total is not None else "incomplete (a hand grade is missing)")
-              + f" of {shown(event.get('max'))}")
+              + f" of {escape_controls(shown(event.get('max')))}")
     return 0
+
+
+def add_commands(sub) -> None:
+    """``python -m grader history STUDENT [ASSIGNMENT] [--out DIR]``."""
+    hist = sub.add_parser("history", help="every grade event of a learner: attempts, hand grades, penalties, totals")
+    hist.add_argument("student")
+    hist.add_argument("assignment", nargs="?")
+    hist.add_argument("--out", type=Path, default=Path("."), help="the grading output folder (default: .)")
+    hist.set_defaults(run=lambda args: show(args.out, args.student, args.assignment))
