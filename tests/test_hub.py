@@ -443,7 +443,7 @@ def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
                 "venv": "/v", "course": "/c", "exchange": "/e", "course_id": "x", "state": "/s", "learner_config": "/l",
                 "proxy": "/p", "instructor": "i", "groups": {"learners": "a", "graders": "b", "instructors": "c"},
                 "spawner": args.spawner, "cull_idle": args.cull_idle, "slurm": _slurm_settings(args),
-                "grading_jobs": args.grading_jobs}
+                "grading_jobs": args.grading_jobs, "lms": str(args.lms) if args.lms else None}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSE_HUB_SETTINGS", str(tmp_path / "settings.json"))
     config = Config()
@@ -459,6 +459,9 @@ def test_the_hubs_configuration_follows_its_options(tmp_path, monkeypatch):
     assert local.JupyterHub.spawner_class == "localprocess"
     assert [service["name"] for service in local.JupyterHub.services] == ["grading"]
     assert "--slurm-workers" not in local.JupyterHub.services[0]["command"]
+    assert "--lms" not in local.JupyterHub.services[0]["command"]
+    lms = _configured(tmp_path, monkeypatch, ["--lms", "/srv/site/lms.toml"])
+    assert lms.JupyterHub.services[0]["command"][-2:] == ["--lms", "/srv/site/lms.toml"]
     slurm = _configured(tmp_path, monkeypatch, ["--spawner", "slurm", "--slurm-memory", "2G", "--cull-idle", "600",
                                                 "--grading-jobs", "2", "--grading-scheduler-host", "10.0.0.5"])
     assert slurm.JupyterHub.spawner_class == "grader.slurm.spawner.CourseSlurmSpawner"

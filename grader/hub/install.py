@@ -320,13 +320,14 @@ def free_port() -> int:
 
 def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_port: int, workers: int | None,
                    instructor: str, spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None,
-                   grading_jobs: int = 0) -> None:
+                   grading_jobs: int = 0, lms: Path | None = None) -> None:
     proxy = checkout / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
     settings = {"ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
                 "service_port": service_port, "workers": workers, "venv": str(paths.venv), "course": str(paths.course),
                 "exchange": str(paths.exchange), "course_id": COURSE_ID, "state": str(paths.state),
                 "learner_config": str(paths.learner_config), "proxy": str(proxy), "instructor": instructor,
                 "spawner": spawner, "cull_idle": cull_idle, "slurm": slurm or {}, "grading_jobs": grading_jobs,
+                "lms": str(lms.resolve()) if lms else None,
                 "groups": {"learners": accounts.LEARNERS, "graders": accounts.GRADERS,
                            "instructors": accounts.INSTRUCTORS}}
     fd = os.open(paths.settings, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -114,6 +114,8 @@ serve = [f"{venv}/bin/python", "-m", "grader", "serve", "--exchange", s["exchang
          "--out", course, "--gradebook", f"sqlite:///{course}/gradebook.db", "--port", str(s["service_port"])]
 if s.get("workers"):
     serve += ["--workers", str(s["workers"])]
+if s.get("lms"):  # totals passed back to the LMS as they change (grader.lms; docs/how-to/connect-your-lms.md)
+    serve += ["--lms", s["lms"]]
 if s.get("grading_jobs"):  # the kernels on Dask workers in Slurm jobs (grader.classroom.cluster.slurm_client)
     serve += ["--slurm-workers", str(s["grading_jobs"]), "--tls-dir", os.path.join(state, "grading-tls"),
               "--slurm-partition", job.get("partition", "course"),

@@ -19,7 +19,7 @@ def checkout_root() -> Path:
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
-            roster: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            roster: Path | None = None, lms: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
@@ -29,6 +29,13 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
         say(f"hub: {slurm_ready()}")
     checkout = checkout_root()
     started = time.monotonic()
+    if lms is not None:  # read now: a hub that cannot pass grades back says so before it starts anything
+        from grader.lms.config import ConfigError, load
+
+        try:
+            say(f"hub: grades passed back to the LMS at {load(lms).issuer} (LTI 1.3 AGS; python -m grader lms status)")
+        except ConfigError as error:
+            raise HubRefused(f"--lms: {error}") from None
     instructor = accounts.INSTRUCTOR
     install.folders(paths, None)
     if roster is None:  # the demo class: demo passwords for every account
@@ -50,7 +57,7 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
                            instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm,
-                           grading_jobs=grading_jobs)
+                           grading_jobs=grading_jobs, lms=lms)
     if grading_jobs:
         say(f"hub: the grading service grades on {grading_jobs} Dask worker(s) in Slurm jobs, mutual TLS with "
             f"{install.grading_certificates(paths)}")
@@ -108,10 +115,11 @@ def slurm_ready() -> str:
 
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
-         cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None) -> int:
+         cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None,
+         lms: Path | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster)
+                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -148,8 +156,11 @@ def add_commands(sub, service_port: int) -> None:
     hub.add_argument("--roster", type=Path, metavar="FILE",
                      help="the class from the LMS's export (Canvas's Gradebook or Moodle's participants CSV, or the "
                           "course's CSV): accounts made, dropped learners deactivated; default: the demo roster")
+    hub.add_argument("--lms", type=Path, metavar="FILE", help="the LMS file: the grading service passes totals back "
+                                                             "over LTI 1.3 AGS (docs/how-to/connect-your-lms.md)")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
-                                           args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster))
+                                           args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster,
+                                           args.lms))
     enrolled = sub.add_parser("roster", help="apply the class's roster again to a hub's accounts (root): new learners "
                                              "added, dropped ones deactivated, nobody's work touched")
     enrolled.add_argument("file", type=Path)
