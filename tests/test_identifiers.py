@@ -147,7 +147,7 @@ def test_formgrader_autograde_refuses_a_hostile_id_before_nbgrader_writes_it(tmp
     db = course.root / "gradebook.db"
     generate(course, [ASSIGNMENT], release=tmp_path / "release", db_url=f"sqlite:///{db}")
     hostile = "<img src=x onerror=top.__pwned=1>"
-    folder = course.root / "samples" / "submitted" / hostile / ASSIGNMENT
+    folder = course.root / "submitted" / hostile / ASSIGNMENT  # nbgrader_config.py: collected work, never samples/
     folder.mkdir(parents=True)
     shutil.copy2(ROOT / "samples" / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", folder)
 
