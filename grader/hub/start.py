@@ -167,7 +167,9 @@ def add_commands(sub, service_port: int) -> None:
     enrolled.set_defaults(run=lambda args: _roster(args.file))
     slurm = sub.add_parser("slurm", help="a one-machine Slurm cluster with two nodes, for a demo and the tests (root)")
     slurm.add_argument("action", choices=["up", "down", "status"])
-    slurm.set_defaults(run=lambda args: _slurm(args.action))
+    slurm.add_argument("--separate-hosts", action="store_true",
+                       help="each node a host of its own: a network namespace, host name and /tmp (grader/slurm/hosts.py)")
+    slurm.set_defaults(run=lambda args: _slurm(args.action, args.separate_hosts))
 
 
 def _slurm_settings(args) -> dict:
@@ -198,7 +200,7 @@ def _roster(file: Path) -> int:
     return 0
 
 
-def _slurm(action: str) -> int:
+def _slurm(action: str, separate_hosts: bool = False) -> int:
     from grader.slurm.local import main as slurm_main
 
-    return slurm_main(action)
+    return slurm_main(action, separate_hosts=separate_hosts)

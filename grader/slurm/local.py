@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.slurm import hosts
+
 MARK = "# written by `python -m grader slurm up` (grader/slurm/local.py): a one-machine cluster for a demo and tests"
 PARTITION = "course"
 SECOND_NODE_ADDR = "127.0.0.2"
@@ -38,6 +40,7 @@ class LocalSlurm:
     conf_dir: Path = Path("/etc/slurm")
     cpus: int = 4  # per node, declared (SlurmdParameters=config_overrides): a Jupyter server needs no whole core
     memory_mb: int = 10000  # per node, declared
+    separate_hosts: bool = False  # each node a host of its own (grader.slurm.hosts), else two loopback addresses
 
     @property
     def conf(self) -> Path:
@@ -45,8 +48,15 @@ class LocalSlurm:
 
     @property
     def nodes(self) -> tuple[str, str]:
+        if self.separate_hosts:
+            return tuple(h.name for h in hosts.hosts())
         host = socket.gethostname().split(".")[0]
         return host, f"{host}-2"
+
+    @property
+    def head_address(self) -> str:
+        """The head's address the nodes reach: the bridge's, or loopback when the nodes are this host's."""
+        return hosts.HEAD if self.separate_hosts else "127.0.0.1"
 
     def slurm_conf(self) -> str:
         first, second = self.nodes
@@ -55,7 +65,7 @@ class LocalSlurm:
         return "\n".join([
             MARK,
             "ClusterName=course",
-            f"SlurmctldHost={first}(127.0.0.1)",
+            f"SlurmctldHost={socket.gethostname().split('.')[0]}({self.head_address})",
             "AuthType=auth/munge",
             "SlurmUser=slurm",
             f"StateSaveLocation={s}/ctld",
@@ -77,8 +87,10 @@ class LocalSlurm:
             "SchedulerType=sched/backfill",
             "KillWait=5",
             "InactiveLimit=0",
-            f"NodeName={first} NodeAddr=127.0.0.1 {node}",
-            f"NodeName={second} NodeHostname={second} NodeAddr={SECOND_NODE_ADDR} Port=6828 {node}",
+            *([f"NodeName={h.name} NodeHostname={h.name} NodeAddr={h.address} {node}" for h in hosts.hosts()]
+              if self.separate_hosts else
+              [f"NodeName={first} NodeAddr=127.0.0.1 {node}",
+               f"NodeName={second} NodeHostname={second} NodeAddr={SECOND_NODE_ADDR} Port=6828 {node}"]),
             f"PartitionName={PARTITION} Nodes={first},{second} Default=YES MaxTime=INFINITE State=UP",
             "",
         ])
@@ -131,13 +143,16 @@ class LocalSlurm:
         if subprocess.run(["munge", "-n"], capture_output=True).returncode:  # no munged answering yet: ours
             _run("runuser", "-u", "munge", "--", "/usr/sbin/munged")
             (self.state / "munged.ours").touch()
+        if self.separate_hosts:
+            hosts.up(hosts.hosts())
         if "slurmctld" not in running:
             _run("/usr/sbin/slurmctld")
-        for node in self.nodes:
+        for node, host in zip(self.nodes, hosts.hosts()):
             if f"slurmd-{node}" not in running:
-                _run("/usr/sbin/slurmd", "-N", node)
+                command = ["/usr/sbin/slurmd", "-N", node]
+                _run(*(hosts.on(host, command) if self.separate_hosts else command))
         deadline = time.monotonic() + timeout
-        while self.idle_nodes() < 2:
+        while self.idle_nodes(set(self.nodes)) < 2:
             if time.monotonic() > deadline:
                 raise SlurmRefused(f"the nodes were not idle within {timeout:.0f} s:\n{self.status()}\n"
                                    f"{self._log_tail()}")
@@ -149,23 +164,26 @@ class LocalSlurm:
             say(f"slurm: the configuration changed: stopping {', '.join(self.down(keep_conf=True))} to start again")
         began = time.monotonic()
         self.start()
-        say(f"slurm: partition {PARTITION!r} on nodes {', '.join(self.nodes)} (127.0.0.1, {SECOND_NODE_ADDR}), idle "
+        addresses = ", ".join(h.address for h in hosts.hosts()) if self.separate_hosts else f"127.0.0.1, {SECOND_NODE_ADDR}"
+        say(f"slurm: partition {PARTITION!r} on nodes {', '.join(self.nodes)} ({addresses}), idle "
             f"in {time.monotonic() - began:.1f} s; configuration {self.conf}, logs and state {self.state}")
 
     # -- reading and stopping ------------------------------------------------------------------------------------
 
     def pids(self) -> dict[str, int]:
+        """The live daemons this module started: the controller and every node's (of either layout)."""
         found = {}
-        for name in ("slurmctld", *(f"slurmd-{n}" for n in self.nodes)):
+        for path in [self.state / "slurmctld.pid", *sorted(self.state.glob("slurmd-*.pid"))]:
             try:
-                found[name] = int((self.state / f"{name}.pid").read_text().split()[0])
+                found[path.stem] = int(path.read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 continue
         return {name: pid for name, pid in found.items() if _alive(pid)}
 
-    def idle_nodes(self) -> int:
+    def idle_nodes(self, names: set[str] | None = None) -> int:
         done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True)
-        return sum(1 for line in done.stdout.splitlines() if line.split()[-1:] in (["idle"], ["mix"], ["alloc"]))
+        return sum(1 for line in done.stdout.splitlines() if line.split()[-1:] in (["idle"], ["mix"], ["alloc"])
+                   and (names is None or line.split()[0] in names))
 
     def status(self) -> str:
         done = subprocess.run(["sinfo", "-N", "-l"], capture_output=True, text=True)
@@ -196,6 +214,7 @@ class LocalSlurm:
                 os.kill(int(Path("/run/munge/munged.pid").read_text().split()[0]), signal.SIGTERM)
                 stopped.append("munged")
             (self.state / "munged.ours").unlink(missing_ok=True)
+        hosts.down(hosts.hosts())  # the nodes' namespaces, once their daemons are gone
         if not keep_conf:
             for path in (self.conf, self.conf_dir / "cgroup.conf"):
                 path.unlink(missing_ok=True)
@@ -222,9 +241,9 @@ def _alive(pid: int) -> bool:
 
 
 
-def main(action: str, cluster: LocalSlurm | None = None) -> int:
-    """``python -m grader slurm up|down|status``."""
-    cluster = cluster or LocalSlurm()
+def main(action: str, cluster: LocalSlurm | None = None, separate_hosts: bool = False) -> int:
+    """``python -m grader slurm up|down|status [--separate-hosts]``."""
+    cluster = cluster or LocalSlurm(separate_hosts=separate_hosts)
     try:
         if action == "up":
             cluster.up()
@@ -232,7 +251,7 @@ def main(action: str, cluster: LocalSlurm | None = None) -> int:
             print(f"slurm: stopped {', '.join(cluster.down()) or 'nothing (not running, or not this module’s)'}")
         else:
             print(cluster.status())
-    except SlurmRefused as error:
+    except (SlurmRefused, RuntimeError) as error:  # RuntimeError: a node's network could not be made (hosts.py)
         print(f"slurm: {error}", file=sys.stderr)
         return 2
     return 0
