@@ -44,7 +44,10 @@ class Expect:
     ``reduce_once``: True where the devices communicate once, after the loop over micro-batches (no collective in
     a loop, and no more bytes carried than the results and a count: ``structure.carries_more``); ``collectives``:
     with ``reduce_once``, the most collective operations the program may write, every kind together (a psum of the
-    gradient sum and one of the count: 2), whatever each carries.
+    gradient sum and one of the count: 2), whatever each carries; judged on its own too (``collectives``: a program
+    that may communicate not at all, as an elementwise update on split state, has 0); ``compiled_collectives``: the
+    most collectives of any kind the compiled, partitioned program may perform (those the compiler adds included:
+    0 where the state stays where it is).
     """
 
     outputs: tuple[bool, ...] | None = None
@@ -53,6 +56,7 @@ class Expect:
     no_data_moved: bool = False
     reduce_once: bool = False
     collectives: int | None = None
+    compiled_collectives: int | None = None
     #: (check, words) pairs replacing a check's standard words ("{what}" stands for the program's name); the checks
     #: are named in ``grader.programs.expectations.STANDARD``
     says: tuple[tuple[str, str], ...] = ()

@@ -3,7 +3,8 @@
 Each check is named; a rubric may give a check the lesson's own words (``Expect.says``). "{what}" stands for the
 program's name in the learner's words; "{other}" for a collective the program should not have; "{wanted}" for
 the one it should communicate with, as StableHLO names it (stablehlo.all_reduce); "{count}"/"{expected}" for
-output counts; "{index}" for an output's number; "{sharding}" for how an output is split.
+output counts (and collective counts); "{index}" for an output's number; "{sharding}" for how an output is split;
+"{kinds}" for the collectives found, as "2 all_gather, 1 all_reduce".
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ STANDARD: dict[str, str] = {
     "reduces_often": "{what}: its collectives carry more bytes than the result and its count, or there are more of "
                      "them than one reduction needs: the devices reduce several times (once per micro-batch?) where "
                      "one reduction, after the accumulation, is enough",
+    "collectives": "{what}: the program writes {count} collective operation(s) ({kinds}), at most {expected} expected",
+    "compiled_collectives": "{what}: its compiled program communicates between devices ({kinds}), at most "
+                            "{expected} collective(s) expected: keep each input where its sharding places it",
     "moves_data": "{what}: its collective carries the batch itself, not the local results: each device must reduce "
                   "its own rows to its local contribution first, and the collective combines those (a psum of "
                   "buffers the size of the whole batch, each device filling in its rows, is an all-gather of the "

@@ -24,6 +24,8 @@ whole source, drops the appended cells and marks what came from where (``cells.v
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 
 import nbformat
 
@@ -38,14 +40,59 @@ _LOADER = ("import sys, types\n"
            f"module = types.ModuleType({CASES_MODULE!r})\n"
            f"module.__file__ = '{CASES_MODULE}.py'\n"
            f"exec(compile(source, '{CASES_MODULE}.py', 'exec'), module.__dict__)\n"
-           f"sys.modules[{CASES_MODULE!r}] = module\n")
+           f"sys.modules[{CASES_MODULE!r}] = module\n"
+           "module.LEARNER_CELLS = cells\n")
+
+#: a hidden part that names this gets, as ``rubric_cases.LEARNER_CELLS``, the sources of the learner's own code cells
+#: (solution cells and cells the learner added), in order, as the grader read them from the submitted notebook, never
+#: from the kernel: ``coursekit.meshes.rebuilt`` runs them again on a smaller mesh
+LEARNER_CELLS = "LEARNER_CELLS"
+
+#: a cases module that assigns this name at its top level draws its hidden cases per learner (``coursekit.contracts``)
+DRAW = "LEARNER_DRAW"
+_DRAWS = re.compile(rf"^{DRAW}\s*=", re.MULTILINE)
 
 
-def cases_loader(source: str) -> str:
+def learner_draw(answers: str, assignment: str) -> int:
+    """The draw number of the hidden cases of ``assignment`` for a submission whose answers are ``answers``
+    (``answers_key``): the same at every grading and regrade of it, another for other answers or another assignment.
+    Drawn from the answers, not the learner's id: identical answers get identical cases (two learners who hand in the
+    same code get the same verdict, and the grader runs such notebooks once), and the kernel is never told whose
+    notebook it runs. Editing an answer to draw again gains nothing: every draw holds the contract's corners."""
+    digest = hashlib.sha256(f"hidden cases\0{assignment}\0{answers}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def answers_key(nb) -> str:
+    """What a notebook runs, as one text: every code cell's source, in order (the instructor's cells are restored
+    before this is read, so only the learner's answers make two submissions differ)."""
+    return "\0".join(c.source if isinstance(c.source, str) else "".join(c.source)
+                     for c in nb.cells if c.cell_type == "code")
+
+
+def draws_per_learner(cases: str | None) -> bool:
+    """Whether the cases module ``cases`` (its source) draws per learner: it assigns ``LEARNER_DRAW``."""
+    return cases is not None and _DRAWS.search(cases) is not None
+
+
+def drawn(nb) -> int:
+    """The draw number the hidden parts of ``nb`` (split or rejoined) were handed; 0, the instructor's own draw, when
+    they were handed none."""
+    value = cells.grader_marks(nb).get("learner_draw", 0) if nb is not None else 0
+    return value if type(value) is int and value >= 0 else 0
+
+
+def learner_cells(nb) -> tuple[str, ...]:
+    """The sources of ``nb``'s code cells a learner writes: solution cells and cells with no grade id."""
+    return tuple(str(c.source) for c in nb.cells if c.get("cell_type") == "code"
+                 and (cells.is_solution(c) or cells.grade_id(c) is None))
+
+
+def cases_loader(source: str, learner: tuple[str, ...] = ()) -> str:
     """One line of Python (no newline) that registers ``source`` as the module ``rubric_cases`` in the kernel: run
     in a namespace of its own (no name of the learner's is read or bound), replacing whatever a learner registered
-    under that name or saved as ``rubric_cases.py`` beside the notebook."""
-    return f"exec({_LOADER!r}, {{'source': {source!r}}})"
+    under that name or saved as ``rubric_cases.py`` beside the notebook; ``learner``: its ``LEARNER_CELLS``."""
+    return f"exec({_LOADER!r}, {{'source': {source!r}, 'cells': {tuple(learner)!r}}})"
 
 
 def with_hidden_cases(nb, cases: str | None) -> nbformat.NotebookNode:
@@ -56,16 +103,22 @@ def with_hidden_cases(nb, cases: str | None) -> nbformat.NotebookNode:
     nb = copy.deepcopy(nb)
     first = next((i for i, c in enumerate(nb.cells) if cells.is_autograded_test(c) and HIDDEN.spans(str(c.source))),
                  len(nb.cells))
-    nb.cells.insert(first, cells.code_cell(cases_loader(cases)))
+    nb.cells.insert(first, cells.code_cell(cases_loader(cases, learner_cells(nb))))
     return nb
 
 
-def split(nb, cases: str | None = None) -> nbformat.NotebookNode:
+def split(nb, cases: str | None = None, draw: int | None = None) -> nbformat.NotebookNode:
     """``nb`` (rebuilt on the course's skeleton) with every test cell's hidden part moved after its last cell; each
-    hidden part first registers ``cases`` (the source of ``rubric_cases.py``), when given, as ``rubric_cases``."""
+    hidden part first registers ``cases`` (the source of ``rubric_cases.py``), when given, as ``rubric_cases``.
+    ``draw``: the learner's draw number (``learner_draw``), set as the module's ``LEARNER_DRAW`` when it draws per
+    learner, and kept in the notebook's metadata (the grader's, never the kernel's) for the judges (``drawn``)."""
     nb = copy.deepcopy(nb)
+    if draw is not None and draws_per_learner(cases):
+        cases = f"{cases}\n{DRAW} = {int(draw)}\n"
+        nb.metadata = nbformat.from_dict({**copy.deepcopy(dict(nb.get("metadata", {}))),
+                                          GRADER: {"learner_draw": int(draw)}})
     taken = {c.get("id") for c in nb.cells}
-    tails = []
+    tails, learner = [], learner_cells(nb)
     for cell in nb.cells:
         if not cells.is_autograded_test(cell):
             continue
@@ -82,7 +135,7 @@ def split(nb, cases: str | None = None) -> nbformat.NotebookNode:
         # (or a line of its own, when the whole cell is hidden) holds the cases' loader
         padding = "\n" * visible.count("\n")
         if cases is not None:
-            padding = cases_loader(cases) + (padding or "\n")
+            padding = cases_loader(cases, learner if LEARNER_CELLS in hidden else ()) + (padding or "\n")
         tail = cells.code_cell(padding + hidden,
                                metadata={GRADER: {"hidden_part_of": cells.grade_id(cell), "hidden_from": len(padding)}})
         tail.id = _fresh_id(f"hidden-{len(tails)}", taken)
@@ -129,8 +182,9 @@ def rejoin(nb) -> nbformat.NotebookNode:
         joined.append(whole)
     out = nbformat.NotebookNode(dict(nb))
     out.cells = joined
+    kept = {"learner_draw": drawn(nb)} if "learner_draw" in cells.grader_marks(nb) else {}
     out.metadata = nbformat.from_dict({**copy.deepcopy(dict(nb.get("metadata", {}))),
-                                       GRADER: {"hidden_tests": AFTER_LAST_CELL}})
+                                       GRADER: {"hidden_tests": AFTER_LAST_CELL, **kept}})
     return out
 
 

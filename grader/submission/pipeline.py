@@ -130,8 +130,9 @@ def prepare(job: Job, course: Course, settings: Settings) -> Prepared:
     # figures_dir None: figure cells display their PNG and write no SVG (the sanitized copies keep none)
     restore.inject_parameters(rebuilt, {"num_devices": settings.num_devices, "platform": settings.platform,
                                         "figures_dir": None})
-    return Prepared(job, result, order.split(rebuilt, course.hidden_cases(job.assignment_id)), submission.sha256,
-                    started)
+    return Prepared(job, result, order.split(rebuilt, course.hidden_cases(job.assignment_id),
+                                             draw=order.learner_draw(order.answers_key(rebuilt), job.assignment_id)),
+                    submission.sha256, started)
 
 
 def finish(prepared: Prepared, execution: Execution | None, course: Course, settings: Settings,
@@ -296,6 +297,7 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
     notebook_programs = {key: run for runs in (programs or {}).values() for key, run in runs.items()}
     # ... and another test cell's records (a relative judgement checks the earlier test's own, ``Evidence.elsewhere``)
     elsewhere = {gid: _records(ran) for gid, ran in executed.items() if cells.is_autograded_test(ran)}
+    draw = order.drawn(execution.notebook)  # the hidden cases' draw, when they are drawn per learner
     results = []
     for cell in source.cells:
         if not cells.is_autograded_test(cell):
@@ -317,7 +319,8 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
             continue
         try:
             verdict = _judge_cell(rubric, gid, cell, ran, num_devices, notebook_programs, programs, points,
-                                  raised.first_raised_before(execution.notebook.cells, gid), elsewhere, evidence)
+                                  raised.first_raised_before(execution.notebook.cells, gid), elsewhere, evidence,
+                                  draw=draw)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, RecursionError, MemoryError):
             # The cell's outputs are the kernel's: whatever in them defeats the reading fails this test, never
             # the grader (a learner-chosen 5000-digit line number, a record nested too deep).
@@ -331,11 +334,13 @@ def judge_tests(course: Course, assignment: str, source, execution: Execution, n
 def _judge_cell(rubric, gid: str, cell, ran, num_devices: int, notebook_programs: dict,
                 programs: dict[str, dict[str, ProgramRun]] | None, points: float,
                 before: tuple[str, dict] | None = None, elsewhere: dict | None = None,
-                evidence: type[Evidence] = Evidence) -> Verdict:
-    """One test's verdict from its cell's records; ``before``: an earlier cell that raised (its name, its error)."""
+                evidence: type[Evidence] = Evidence, *, draw: int = 0) -> Verdict:
+    """One test's verdict from its cell's records; ``before``: an earlier cell that raised (its name, its error);
+    ``draw``: the learner's draw of the hidden cases (``order.drawn``)."""
     records, broken = records_of_cell(ran)
     verdict = rubric.verdict(gid, evidence(records, broken, num_devices=num_devices, elsewhere=elsewhere,
-                                           programs={**notebook_programs, **(programs or {}).get(gid, {})}), points)
+                                           programs={**notebook_programs, **(programs or {}).get(gid, {})},
+                                           draw=draw), points)
     outputs = ran.get("outputs", [])
     visible = cells.visible_outputs(ran)
     error = next((o for o in outputs if o.get("output_type") == "error"), None)

@@ -107,16 +107,24 @@ def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, 
     e.require(len(starts) == devices, f"{what}: the devices should hold different portions")
 
 
-def contribution_mistakes(expected, p: int, mesh: int | None = None) -> list[Mistake]:
+def contribution_mistakes(expected, p: int, mesh: int | None = None, *, scale_free: bool = True) -> list[Mistake]:
+    """``scale_free``: also the mistakes that scale every case alike (a missing factor 2, a flipped sign): not
+    where the same function was right on another case (the lesson's), since such a mistake would show there too."""
     k = mesh or p
-    return scaled(expected, {
+    factors = {
         float(k): f"{k} times the global gradient: divided by the local row count n_local = N/{k} instead of "
                   "the global count N (the summed gradient is p times too large)",
         1.0 / k: f"the global gradient divided by the number of devices ({k})",
         k / 4: f"scaled by {k}/4 with {k} device(s): the code assumes four devices",
-        0.5: "half the reference: the factor 2 is missing",
-        -1.0: "the sign is flipped",
-    })
+    }
+    if mesh and p != 4:  # n_local x p equals N only when the blocks are the notebook's p devices
+        factors.setdefault(k / p, f"scaled by {k}/{p} with {k} block(s): divided by n_local x {p} (the notebook's "
+                                  "device count) instead of global_count, which is N only when the rows are split "
+                                  f"over exactly {p} devices")
+    if scale_free:
+        factors.setdefault(0.5, "half the reference: the factor 2 is missing")
+        factors.setdefault(-1.0, "the sign is flipped")
+    return scaled(expected, factors)
 
 
 def own_base(e: Evidence, own_key: str, reference, tested_key: str):
@@ -164,8 +172,9 @@ def judge_local_contribution(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
     e.check("lesson.terms", TERMS, (x, y, w, p), rtol=1e-5, atol=1e-7, devices=p)
+    # the lesson's case passed: a mistake that scales every case alike (the factor 2, the sign) cannot be the cause
     for count in cases.local_counts(p):
-        e.check(f"hidden.{count}.terms", TERMS, (*cases.local_batch(count), count), rtol=1e-4, atol=1e-5,
+        e.check(f"hidden.{count}.terms", HIDDEN_TERMS, (*cases.local_batch(count), count), rtol=1e-4, atol=1e-5,
                 what=f"local_contribution of {count} block(s) of an unseen batch", devices=p, mesh=count)
     # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
     # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
@@ -178,6 +187,8 @@ def judge_local_contribution(e: Evidence):
 #: mistakes named on them (``devices``: the notebook's count; ``mesh``: the blocks, where they are not the devices)
 TERMS = Reference(terms, (lambda x, y, w, blocks, *, devices, mesh=None:
                           contribution_mistakes(terms(x, y, w, blocks), devices, mesh=mesh),))
+HIDDEN_TERMS = Reference(terms, (lambda x, y, w, blocks, *, devices, mesh=None:
+                                 contribution_mistakes(terms(x, y, w, blocks), devices, mesh=mesh, scale_free=False),))
 SUMMED = Reference(gradient, (lambda x, y, w, *, devices, mesh: contribution_mistakes(gradient(x, y, w), devices,
                                                                                        mesh=mesh),))
 

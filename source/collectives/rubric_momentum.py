@@ -13,16 +13,33 @@ from .rubric_collectives import gradient, own_values_or_reference, portions_clos
 PARTITIONED = "the momentum is no longer partitioned: keep weights and momentum split P('data')"
 
 
+LESSON_RATE, LESSON_BETA = 0.1, 0.9  # the visible checks' call: momentum_step(w, v, g, 0.1, 0.9)
+
+
+def _fixed_arguments(w, v, g, rate, beta) -> tuple[list[Mistake], list[Mistake]]:
+    """(momentum, weights) mistakes of a step that ignores the coefficient it is given and uses the lesson's (named
+    only where the call's coefficient differs from the lesson's, so the value can show it)."""
+    on_v, on_w = [], []
+    if not np.isclose(beta, LESSON_BETA):
+        said = (f"it uses the coefficient {LESSON_BETA} of the lesson's call, not the beta it is given ({beta:g}): "
+                "v' = beta * v + g with momentum_step's own beta argument")
+        on_v.append(Mistake(LESSON_BETA * v + g, said))
+        on_w.append(Mistake(w - rate * (LESSON_BETA * v + g), said))
+    return on_v, on_w
+
+
 def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where: str, *, rtol, atol):
     new_v = beta * v + g
     new_w = w - rate * new_v
+    on_v, on_w = _fixed_arguments(w, v, g, rate, beta)
     for name, expected, mistakes in [
         ("new_v", new_v, [Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: "
-                                                "v' = beta * v + g")]),
+                                                "v' = beta * v + g")] + on_v),
         ("new_w", new_w, [Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
-                          Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")]),
+                          Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")] + on_w),
     ]:
-        what = f"the new {'momentum' if name == 'new_v' else 'weights'} {where}"
+        what = (f"the new {'momentum' if name == 'new_v' else 'weights'} of momentum_step(w, v, g, {rate:g}, "
+                f"{beta:g}) {where}")
         key = f"{prefix}{name}"
         e.require(e.has(key) or not prefix.startswith("hidden."),
                   f"{what}: no result: momentum_step did not run there (does it use the notebook's mesh and split, "
@@ -34,11 +51,25 @@ def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where
         portions_close(e, key, expected, devices, rtol=rtol, atol=atol, what=what, mistakes=mistakes)
 
 
+STAYS_PUT = ("keep weights, momentum and gradient split P('data') inside the step too: each device updates its own "
+             "slices, with no communication at all (the update is elementwise), and only the gather after the step "
+             "moves the weights")
+#: the partitioned update: both results stay split, as the state came in, and nothing crosses devices: the program
+#: writes no collective and its compiled program performs none (a constraint to replicated inside a jitted step is
+#: an all-gather of the whole state, which the outputs' placement alone cannot show)
+STATE_STAYS_PUT = Expect(outputs=(False, False), compiled_gather=False, collectives=0, compiled_collectives=0, says=(
+    ("output_split", "{what}: its result {index} is replicated: " + STAYS_PUT),
+    ("gathers", "{what}: its compiled program gathers the partitioned state onto every device (an all-gather; "
+                "a sharding constraint to replicated, or arithmetic on whole vectors, makes the compiler add it): "
+                + STAYS_PUT),
+    ("collectives", "{what}: the program communicates ({kinds}): " + STAYS_PUT),
+    ("compiled_collectives", "{what}: its compiled program communicates between devices ({kinds}): " + STAYS_PUT)))
+
+
 @rubric.programs("test-momentum")
 def programs_momentum(p: int):
-    # both results stay split, as the state came in
     state = Input(cases.momentum_program_state(p).shape, ("data",))
-    return [Program("program.momentum", p, (state,) * 3, expect=Expect(outputs=(False, False)))]
+    return [Program("program.momentum", p, (state,) * 3, expect=STATE_STAYS_PUT)]
 
 
 def _momentum_program(e: Evidence, rate: float, beta: float):
@@ -54,11 +85,12 @@ def _momentum_program(e: Evidence, rate: float, beta: float):
     w, v, g = (value.astype(np.float64) for value in run.inputs)
     new_v = beta * v + g
     new_w = w - rate * new_v
+    on_v, on_w = _fixed_arguments(w, v, g, rate, beta)
     e.program_close(key, 0, new_w, rtol=1e-5, atol=1e-6, what=f"{what} (new weights)", mistakes=[
         Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
-        Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")])
+        Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")] + on_w)
     e.program_close(key, 1, new_v, rtol=1e-5, atol=1e-6, what=f"{what} (new momentum)", mistakes=[
-        Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: v' = beta * v + g")])
+        Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: v' = beta * v + g")] + on_v)
     portion = len(w) // e.num_devices
     for output in run.outputs:
         e.require(all(shape == (portion,) for shape in output.shard_shapes), f"{what}: {PARTITIONED}")
@@ -88,7 +120,8 @@ def judge_momentum(e: Evidence):
     x, y, w = data.collectives_batch()
     v = np.linspace(-0.02, 0.03, 8, dtype=np.float32).astype(np.float64)
     g = gradient(x, y, w).astype(np.float32).astype(np.float64)
-    _momentum(e, "momentum.", w.astype(np.float64), v, g, 0.1, 0.9, p, "of the lesson", rtol=1e-5, atol=1e-7)
+    _momentum(e, "momentum.", w.astype(np.float64), v, g, LESSON_RATE, LESSON_BETA, p, "on the lesson's state",
+              rtol=1e-5, atol=1e-7)
     for size in program_meshes(p):
         hw, hv, hg = cases.momentum_state(size)
         _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),

@@ -12,7 +12,7 @@ import numpy as np
 
 from coursekit import data
 from coursekit.checks import HostCopy
-from grader.submission.judge import Evidence, Mistake, Rubric, keeps_inputs, scaled
+from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, keeps_inputs, scaled
 from grader.submission.references import Reference
 from grader.programs import Expect, Input, Program
 
@@ -104,7 +104,8 @@ def counts_equal(e: Evidence, key: str, expected, what: str, *, mistakes: list[M
     actual = e.array(key, shape=expected.shape, float_dtype=False, what=what)
     e.require(actual.dtype.kind in "iuf", f"{what}: expected numbers, got dtype {actual.dtype}")
     if not np.array_equal(actual.astype(np.float64), expected.astype(np.float64)):
-        hint = next((m.says for m in mistakes if np.array_equal(actual.astype(np.float64), m.value)), None)
+        said = {m.says for m in mistakes if np.array_equal(actual.astype(np.float64), m.value)}
+        hint = next(iter(said)) if len(said) == 1 else None  # two mistakes that agree here: neither is claimed
         e.require(False, f"{what} does not match the host NumPy reference" + (f": {hint}" if hint else ""))
 
 
@@ -479,6 +480,18 @@ def _accumulation_mistakes(x, y, mask, w, *, devices: int, **_) -> list[Mistake]
     ]
     if devices > 1:
         named.append(Mistake(devices * right, TWICE.format(p=devices)))
+    # a device's count guarded against zero before the psum: each device without a valid token counts 1
+    empty_devices = int((counts.sum(axis=0) == 0).sum())
+    if empty_devices:
+        named.append(Mistake(total / (counts.sum() + empty_devices), GUARDED_DEVICES.format(n=empty_devices)))
+    if micro > 3:  # a loop of the lesson's fixed length: the first three micro-batches only
+        first = block_numerators(x[:3], y[:3], mask[:3], w, devices)
+        if first[1].sum():
+            named.append(Mistake(first[0].sum(axis=(0, 1)) / first[1].sum(), FIRST_THREE.format(m=micro)))
+    residual = np.where(mask, x.astype(np.float64) @ np.asarray(w, dtype=np.float64) - y, 0.0)
+    nonzero = int(np.count_nonzero(residual))
+    if nonzero and nonzero != counts.sum():
+        named.append(Mistake(total / nonzero, NONZERO_ERRORS))
     return named
 
 
@@ -490,6 +503,14 @@ MEAN_OF_MEANS = ("it is the mean of micro-batch means: each micro-batch's gradie
 TWICE = ("{p} times too large: the gradient was summed over the devices twice: jax.grad with respect to the replicated "
          "w already psums it over the devices (the transpose of using one w on every device), and psum added the "
          "devices again; differentiate with respect to w_local = lax.pcast(w, \"data\", to=\"varying\")")
+GUARDED_DEVICES = ("its denominator is the count plus {n}, one for each device without a valid token in the whole "
+                   "step: a device's count was guarded against zero (jnp.maximum(count, 1)) before the psum; psum the "
+                   "counts as they are (a batch always holds a valid token, so the global count is never zero) and "
+                   "divide once")
+FIRST_THREE = ("it is the gradient of the first 3 micro-batches of {m}: the loop runs the lesson's 3 micro-batches, "
+               "not the batch's; loop over every micro-batch of x (lax.scan over (x, y, mask) does)")
+NONZERO_ERRORS = ("it counts the tokens whose error is non-zero, not the valid tokens: a target predicted exactly (an "
+                  "error of 0) is still a valid token; count the positions where mask is True")
 ACCUMULATED = Reference(accumulated, (_accumulation_mistakes,))
 
 
@@ -503,6 +524,17 @@ PARTIAL_GRADIENT = Reference(lambda x, y, mask, w: block_numerators(x[None], y[N
                              (_partials_mistakes,))
 
 
+def _block_words(x, mask) -> str:
+    """A block (or a micro-batch of one) in the learner's words: its shape, and what is special about it."""
+    seqs, tokens, features = x.shape[-3:]
+    return f"{seqs} sequence(s) of {tokens} token position(s), {features} feature(s)"
+
+
+def _zero_errors(x, y, mask, w) -> int:
+    residual = np.where(mask, x.astype(np.float64) @ np.asarray(w, dtype=np.float64) - y, 0.0)
+    return int(mask.sum() - np.count_nonzero(residual))
+
+
 @rubric.test("test-microbatch-partials", names={
     "partials.gradient_sum": "the gradient sum of one block of the lesson batch",
     "partials.count": "the valid-token count of one block of the lesson batch",
@@ -514,15 +546,28 @@ PARTIAL_GRADIENT = Reference(lambda x, y, mask, w: block_numerators(x[None], y[N
 def judge_microbatch_partials(e: Evidence):
     x, y, mask, w = data.accumulation_batch(seed=0, num_shards=e.num_devices, empty=(1,))
     block = slice(0, x.shape[1] // e.num_devices)
-    cases_ = [("partials", (x[0, block], y[0, block], mask[0, block], w))] + cases.partials_blocks()
-    for prefix, (bx, by, bm, bw) in cases_:
-        e.check(f"{prefix}.gradient_sum", PARTIAL_GRADIENT, (bx, by, bm, bw), rtol=1e-5, atol=1e-5)
-        counts_equal(e, f"{prefix}.count", np.asarray(bm.sum(), dtype=np.float64), what=e.name(f"{prefix}.count"),
-                     mistakes=[Mistake(np.float64(bm.size), "padding positions were counted: count only the positions "
-                                                            "where mask is True"),
-                               Mistake(np.float64(len(bm)), "sequences were counted, not valid tokens")])
+    cases_ = [("partials", (x[0, block], y[0, block], mask[0, block], w), None)]
+    cases_ += [(prefix, block_, None) for prefix, block_ in cases.partials_blocks()]
+    for prefix, case, block_ in cases.drawn_partials_blocks(e.draw):  # over microbatch_partials' contract
+        bx, _, bm, _ = block_
+        special = ("; it holds only padding" if not bm.any() else
+                   "; a valid token's error is exactly 0" if _zero_errors(*block_) else "")
+        cases_.append((prefix, block_, f"an unseen block of {_block_words(bx, bm)}{special}"))
+    for prefix, (bx, by, bm, bw), drawn in cases_:
+        e.check(f"{prefix}.gradient_sum", PARTIAL_GRADIENT, (bx, by, bm, bw), rtol=1e-5, atol=1e-5,
+                what=f"the gradient sum of {drawn}" if drawn else None)
+        residual = np.where(bm, bx.astype(np.float64) @ np.asarray(bw, dtype=np.float64) - by, 0.0)
+        miscounts = [Mistake(np.float64(bm.size), "padding positions were counted: count only the positions where "
+                                                  "mask is True"),
+                     Mistake(np.float64(len(bm)), "sequences were counted, not valid tokens")]
+        if np.count_nonzero(residual) != bm.sum():
+            miscounts.append(Mistake(np.float64(np.count_nonzero(residual)), NONZERO_ERRORS))
+        counts_equal(e, f"{prefix}.count", np.asarray(bm.sum(), dtype=np.float64),
+                     what=f"the valid-token count of {drawn}" if drawn else e.name(f"{prefix}.count"),
+                     mistakes=miscounts)
 
 
+REDUCES_OFTEN = "{what}: its psums carry more than the gradient sum and its count, or there are more than two of them"
 ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True, collectives=2, no_data_moved=True,
                          says=(
     ("no_region", "{what}: the program should psum over the devices inside jax.shard_map"),
@@ -532,10 +577,23 @@ ACCUMULATE_ONCE = Expect(outputs=(True,), region="all_reduce", reduce_once=True,
                 "micro-batch (a psum in the scan's body, or jax.grad with respect to the replicated w, which psums "
                 "the gradient): keep each device's sums local while accumulating (differentiate with respect to "
                 "lax.pcast(w, \"data\", to=\"varying\")) and psum once, after the scan"),
-    ("reduces_often", "{what}: its psums carry more than the gradient and its count, or there are more than two "
-                      "of them: the devices reduce once per micro-batch (a Python loop of psums, however the values "
-                      "are packed?); accumulate locally and psum once, after the loop: one psum of the gradient sum, "
-                      "one of the count")))
+    ("reduces_often", REDUCES_OFTEN)))
+
+
+def reduces_often(run, what: str) -> str:
+    """Why a program that reduces in no loop still reduces more than once, from what its run shows: the number of
+    collectives it writes, and whether they carry more than the result and its count (``run.carries_more``)."""
+    counts = [n for n in run.collectives.values() if type(n) is int and n >= 0]
+    written = sum(counts) if len(counts) == len(run.collectives) else None
+    if written is not None and written <= 2:  # one reduction (two psums at most), of too much
+        return (f"{what}: it reduces once, after the loop, but its psum carries more than the gradient sum and its "
+                "count: more bytes cross the devices than one gradient and one count (every micro-batch's partial "
+                "results, kept apart until the psum, cost as much as a psum per micro-batch); add them up on each "
+                "device first, then psum the one gradient sum and the one count")
+    many = f"{written} reductions (psums)" if written is not None else "more reductions (psums) than it can count"
+    return (f"{what}: it writes {many} across devices and there are more than two of them, where one psum of the "
+            "gradient sum and one of the count are enough: the devices reduce several times per step; accumulate "
+            "locally and psum once, after the loop")
 
 
 @rubric.programs("test-accumulation")
@@ -547,6 +605,34 @@ def programs_accumulation(p: int):
                                                 Input(w.shape, ())), expect=ACCUMULATE_ONCE)]
 
 
+def _batch_words(x, mask, devices: int) -> str:
+    """A drawn accumulation batch in the learner's words: its shape, its mesh and its empty parts."""
+    micro, seqs, tokens, features = x.shape
+    blocks = mask.reshape(micro, devices, -1).sum(axis=2)
+    empty_micro, empty_device = blocks.sum(axis=1) == 0, blocks.sum(axis=0) == 0
+    special = [text for text, holds in [
+        ("a micro-batch of padding only", bool(empty_micro.any())),
+        ("a device without a valid token in the whole step", bool(empty_device.any())),
+        ("a device without a valid token in one micro-batch",
+         bool(((blocks == 0) & ~empty_micro[:, None] & ~empty_device[None, :]).any())),
+    ] if holds]
+    return (f"an unseen batch of {micro} micro-batch(es) of {seqs} sequence(s) x {tokens} token position(s), "
+            f"{features} feature(s), on a mesh of {devices} device(s)"
+            + (f" ({'; '.join(special)})" if special else ""))
+
+
+def _off_by(e: Evidence, key: str, expected, failure: Mismatch) -> Mismatch:
+    """An unexplained wrong gradient: what differs, and by how much (the relative error, two digits)."""
+    if failure.named or "differs from the host NumPy reference" not in str(failure) or not e.has(key):
+        return failure
+    actual = e.get(key).value
+    if getattr(actual, "shape", None) != np.shape(expected):
+        return failure
+    error = np.linalg.norm(actual.astype(np.float64) - expected) / max(np.linalg.norm(expected), 1e-12)
+    return Mismatch(f"{failure}; it is off by {float(f'{100 * error:.2g}'):g}% (the norm of the difference, relative "
+                    "to the reference's)")
+
+
 @rubric.test("test-accumulation", names={
     "accumulation.gradient": "the accumulated gradient of the lesson batch",
     "hidden.accumulation.empty.gradient": "the accumulated gradient of an unseen batch with an empty micro-batch",
@@ -554,23 +640,45 @@ def programs_accumulation(p: int):
 })
 def judge_accumulation(e: Evidence):
     p = e.num_devices
-    small = cases.accumulation_mesh_size(p)
-    judged = [("accumulation", data.accumulation_batch(seed=0, num_shards=p, empty=(1,)), p)]
-    judged += [(prefix, batch, p) for prefix, batch in cases.accumulation_batches(p)]
-    judged += [(f"hidden.mesh{small}", cases.accumulation_batches(small)[0][1], small)]
-    for prefix, batch, devices in judged:
-        key = f"{prefix}.gradient"
-        what = finite_mesh_result(e, key, "make_accumulated_gradient", devices, "the gradient is NaN: a micro-batch or "
-                                  "a device without valid tokens was divided by its own count of zero; add sums and "
-                                  "counts, divide once at the end")
-        e.array(key, shape=(batch[3].size,), jax=True, what=what)
-        actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)
-        e.shard_shapes(key, (batch[3].size,), devices=devices, what=what)
-        e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
+    judged = [("accumulation", data.accumulation_batch(seed=0, num_shards=p, empty=(1,)), p, None)]
+    judged += [(prefix, batch, p, None) for prefix, batch in cases.accumulation_batches(p)]
+    _accumulated_values(e, judged)
     what = "your accumulated gradient, run by the grader on a batch it drew"
-    run = e.program_expected("program.accumulation", what=what)  # ACCUMULATE_ONCE
+    try:  # the program's structure before the drawn cases: a loop of psums is told so whatever the batch
+        run = e.program_expected("program.accumulation", what=what)  # ACCUMULATE_ONCE
+    except Mismatch as failure:  # reduces more than once: say how, from what the run shows
+        if str(failure) != REDUCES_OFTEN.replace("{what}", what):
+            raise
+        raise Mismatch(reduces_often(e.program("program.accumulation", what=what), what)) from None
+    drawn = [(prefix, batch, size, f"the accumulated gradient of {_batch_words(batch[0], batch[2], size)}")
+             for prefix, size, batch in cases.drawn_accumulation_batches(p, e.draw)]  # this learner's draw
+    _accumulated_values(e, drawn)
     e.program_check("program.accumulation", 0, ACCUMULATED, tuple(run.inputs), rtol=1e-4, atol=1e-5, what=what,
                     devices=p)
+
+
+def _accumulated_values(e: Evidence, judged: list) -> None:
+    """Each (record prefix, batch, mesh size, words or None) of test-accumulation against the NumPy gradient."""
+    for prefix, batch, devices, what in judged:
+        key, d = f"{prefix}.gradient", batch[3].size
+        nan = ("the gradient is NaN: a micro-batch or a device without valid tokens was divided by its own count of "
+               "zero; add sums and counts, divide once at the end")
+        if what is None:
+            what = finite_mesh_result(e, key, "make_accumulated_gradient", devices, nan)
+        else:  # a drawn case the cell did not reach says why (the cell that raised), never a guessed cause
+            raw = e.get(key, what=what)
+            e.require(raw.kind not in ("array", "jax_array") or np.all(np.isfinite(raw.value.astype(np.float64))),
+                      f"{what}: {nan}")
+        shapes = {(2,): "it has 2 values, the lesson's number of features, not the batch's: size the carry from w "
+                        "(jnp.zeros_like(w_local)), never from the lesson's data"} if d != 2 else None
+        e.array(key, shape=(d,), jax=True, what=what, shape_mistakes=shapes)
+        expected = ACCUMULATED(*batch[:4])
+        try:
+            actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)
+        except Mismatch as failure:
+            raise _off_by(e, key, expected, failure) from None
+        e.shard_shapes(key, (d,), devices=devices, what=what)
+        e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
 
 
 # Each function the tests call with the caller's arrays is charged at its own test if it writes into them.

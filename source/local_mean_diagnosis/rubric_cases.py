@@ -7,7 +7,13 @@ shapes are read off them. Like the rubric, this file never reaches learners (nbg
 import numpy as np
 
 from coursekit import data
+from coursekit.contracts import Contract
 from coursekit.meshes import sub_mesh_sizes
+
+#: this learner's draw of the cases drawn over a contract (``coursekit.contracts``): the grader sets it in the kernel
+#: after the learner's last cell (``grader.submission.order``) and judges with the same number (``Evidence.draw``);
+#: 0 is the instructor's own draw (lint, the compile cache)
+LEARNER_DRAW = 0
 
 
 def shard_counts(devices: int) -> list[int]:
@@ -107,6 +113,87 @@ def accumulation_batches(devices: int) -> list[tuple[str, tuple]]:
             ("hidden.accumulation", data.accumulation_batch(seed=90253, num_shards=devices))]
 
 
-def accumulation_mesh_size(devices: int) -> int:
-    """test-accumulation's smaller mesh: all devices but one (one device of two)."""
-    return sub_mesh_sizes(devices)[-1]
+
+
+# -- drawn over the docstrings' contracts, per learner --------------------------------------------------------------
+#: microbatch_partials(x, y, mask, w): x (S/p, T, d), y and mask (S/p, T), w (d,); any block, even one of padding only
+PARTIALS = Contract(name="microbatch_partials", dimensions={
+    "seqs": (1, 2, 3), "tokens": (1, 2, 3, 4, 5, 6), "features": (1, 2, 3, 4, 5),
+    "empty_block": (False, True), "zero_loss": (False, True),
+}, corners=({"features": (1, 3, 4, 5), "empty_block": False, "zero_loss": True},), extra=1)
+
+#: make_accumulated_gradient(mesh)(x, y, mask, w): x (M, S, T, d), y and mask (M, S, T), w (d,) replicated, S split
+#: over the mesh's devices; any M, d, S/p and T; micro-batches, devices, or a device in one micro-batch, with no valid
+#: token, and valid tokens whose loss is 0; a batch holds one valid token at least. Every draw includes the corners a
+#: learner could hard-code: micro-batches and features other than the lesson's 3 and 2, a device without a valid
+#: token in the whole step, and a mesh smaller than the notebook's; what a corner leaves free is drawn over the contract.
+ACCUMULATION = Contract(name="accumulation", dimensions={
+    "mesh": ("all", "one", "half", "all_but_one"),
+    "micro_batches": (1, 2, 3, 4, 5), "seqs": (1, 2, 3), "tokens": (1, 2, 3, 4, 5, 6), "features": (1, 2, 3, 4, 5),
+    "empty_micro_batch": (False, True), "device_empty_in_micro_batch": (False, True),
+    "device_empty_in_step": (False, True), "zero_loss": (False, True),
+}, corners=(
+    {"mesh": "all", "micro_batches": (4, 5), "features": (1, 3, 4, 5), "device_empty_in_step": True,
+     "zero_loss": True, "empty_micro_batch": False},  # (more micro-batches than 3: a loop of 3 never reads them all)
+    {"mesh": ("one", "half", "all_but_one"), "device_empty_in_micro_batch": True},
+), extra=0)  # every other dimension of each corner drawn: two compilations, where the smaller mesh had one
+
+
+def mesh_size(mesh: str, devices: int) -> int:
+    """A contract's mesh on ``devices``: all of them, one, half of them, all but one (``sub_mesh_sizes``)."""
+    return {"all": devices, "one": 1, "half": max(devices // 2, 1), "all_but_one": max(devices - 1, 1)}[mesh]
+
+
+def _zero_loss(x, y, mask, rng) -> None:
+    """One valid token predicted exactly (features 0, target 0: its error is 0 whatever w is), in place."""
+    valid = np.argwhere(mask)
+    if len(valid):
+        at = tuple(valid[int(rng.integers(len(valid)))])
+        x[at] = 0.0
+        y[at] = 0.0
+
+
+def drawn_partials_blocks(draw: int) -> list[tuple[str, dict, tuple]]:
+    """test-microbatch-partials over its contract: (record prefix, case, (x, y, mask, w)) per drawn case."""
+    drawn = []
+    for i, case in enumerate(PARTIALS.draw(draw)):
+        x, y, mask, w = data.accumulation_batch(seed=case["seed"], num_shards=1, micro_batches=1,
+                                                seqs_per_shard=case["seqs"], tokens=case["tokens"],
+                                                features=case["features"], empty=(0,) if case["empty_block"] else ())
+        x, y, mask = x[0], y[0], mask[0]
+        if case["zero_loss"]:
+            _zero_loss(x, y, mask, np.random.default_rng(case["seed"] + 1))
+        drawn.append((f"hidden.partials.drawn{i}", case, (x, y, mask, w)))
+    return drawn
+
+
+def accumulation_case(case: dict, devices: int) -> tuple[int, tuple]:
+    """A drawn case of ACCUMULATION on ``devices``: (mesh size, (x, y, mask, w))."""
+    size, m, s = mesh_size(case["mesh"], devices), case["micro_batches"], case["seqs"]
+    x, y, mask, w = data.accumulation_batch(seed=case["seed"], num_shards=size, micro_batches=m, seqs_per_shard=s,
+                                            tokens=case["tokens"], features=case["features"],
+                                            empty=(0,) if case["empty_micro_batch"] and m > 1 else ())
+    rng = np.random.default_rng(case["seed"] + 1)
+    kept_empty = {(0, k) for k in range(size)} if case["empty_micro_batch"] and m > 1 else set()
+    if case["device_empty_in_step"] and size > 1:
+        gone = int(rng.integers(size))
+        mask[:, gone * s:(gone + 1) * s] = False
+        kept_empty |= {(micro, gone) for micro in range(m)}
+    if case["device_empty_in_micro_batch"] and size > 1:
+        free = [(micro, k) for micro in range(m) for k in range(size) if (micro, k) not in kept_empty]
+        if len(free) > 1:  # one block emptied, one left for a valid token
+            micro, k = free[int(rng.integers(len(free)))]
+            mask[micro, k * s:(k + 1) * s] = False
+            kept_empty.add((micro, k))
+    if not mask.any():  # a batch holds a valid token: the global count is positive
+        free = [(micro, k) for micro in range(m) for k in range(size) if (micro, k) not in kept_empty]
+        micro, k = free[int(rng.integers(len(free)))]
+        mask[micro, k * s, 0] = True
+    if case["zero_loss"]:
+        _zero_loss(x, y, mask, rng)
+    return size, (x, y, mask, w)
+
+
+def drawn_accumulation_batches(devices: int, draw: int) -> list[tuple[str, int, tuple]]:
+    """test-accumulation over its contract: (record prefix, mesh size, (x, y, mask, w)) per drawn case."""
+    return [(f"hidden.drawn{i}", *accumulation_case(case, devices)) for i, case in enumerate(ACCUMULATION.draw(draw))]

@@ -267,9 +267,38 @@ def _step_on_devices(e: Evidence):
     "hidden.placed.gradient": "the gradient on an unseen batch",
     "hidden.device_count": "the number of devices",
     "hidden.one_program": "how your training step runs",
+    "hidden.jitted_step": "whether make_train_step returns the jitted step",
     "program.placed": "your jitted training step's shardings",
 })
 def judge_placement(e: Evidence):
+    """Two parts (the cell's 2 points): where the step's inputs and results live (1), and the step as the one jitted
+    program the lesson asks for (1): make_train_step's docstring says "Return a jitted step", and only the function
+    jax.jit made is the program the grader runs itself; Python around it could do anything between calls (a host
+    round trip included) where no exported program shows it."""
+    with e.part("the placements", points=1) as placements:
+        _placements(e)
+    with e.part("the jitted step", points=1):
+        # credited for a step placed as the lesson says: a step whose placements are wrong loses both points
+        e.require(placements.failure is None, "not judged: the placements above are wrong")
+        _jitted_step(e)
+
+
+JITTED_STEP = ("make_train_step returns Python around the jitted step, not the jitted step itself: its docstring says "
+               "\"Return a jitted step (weights, features, labels) -> (new_weights, loss, gradient)\": return what "
+               "jax.jit(step, in_shardings=..., out_shardings=...) gives, unchanged; anything around it runs on the "
+               "host on every call, where the grader cannot judge it as the program")
+
+
+def _jitted_step(e: Evidence):
+    """make_train_step(0.2) is the function jax.jit made (recorded in the kernel: coursekit.programs.is_program)."""
+    if not e.has("hidden.jitted_step"):  # an older record: nothing to judge
+        return
+    if e.has("hidden.one_program") and e.number("hidden.one_program") == Dispatch.OP_BY_OP:
+        raise Mismatch("make_train_step returns a plain Python function, not a jitted step (see the placements)")
+    e.require(e.number("hidden.jitted_step", what="whether make_train_step returns the jitted step") == 1, JITTED_STEP)
+
+
+def _placements(e: Evidence):
     p = e.num_devices
     hx, hy, hw = cases.placement_batch(p)
     for prefix, d, batch in [("lesson.", 2, lesson()), ("hidden.placed.", 5, (hx, hy, hw.astype(np.float64)))]:
@@ -397,11 +426,21 @@ def judge_transfer(e: Evidence):
     p = e.num_devices
     expected = _transfer([-1.0, 3.0], [0.2, -0.1], 0.05)
     own = e.values("transfer.own_step", (2,))
+    reason = "is not one step of your make_train_step(0.05) from [0.2, -0.1] on the labels host_x @ [-1, 3]"
     if not _steps_with_a_gradient(own, [-1.0, 3.0], [0.2, -0.1], 0.05):
-        own = expected  # the learner's step computes no gradient: its own result proves nothing here
-    e.close_to_any("transfer.sharded", [own], rtol=1e-5, atol=1e-6,
-                   reason="is not one step of your make_train_step(0.05) from [0.2, -0.1] on the labels "
-                          "host_x @ [-1, 3]", mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
+        # the learner's step computes no gradient: its own result proves nothing here, and the message says only
+        # what it can check (a result equal to that step's is one step of it: a wrong loss is charged elsewhere)
+        if np.allclose(e.values("transfer.sharded", (2,)), own, rtol=1e-5, atol=1e-6):
+            reason = ("is one step of your make_train_step(0.05), but that step does not move the weights along the "
+                      "loss's gradient (see the loss and gradient test), so this test cannot credit it: it differs "
+                      "from start - 0.05 * host_gradient(host_x, host_x @ [-1, 3], start)")
+        else:
+            reason = ("differs from start - 0.05 * host_gradient(host_x, host_x @ [-1, 3], start), and your "
+                      "make_train_step(0.05) does not move the weights along the loss's gradient (see the loss and "
+                      "gradient test)")
+        own = expected
+    e.close_to_any("transfer.sharded", [own], rtol=1e-5, atol=1e-6, reason=reason,
+                   mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     e.close("transfer.host", expected, rtol=1e-5, atol=1e-6,
             mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     if e.get("transfer.sharded").kind == "jax_array":  # its placement, before any hidden value (Validate judges it)

@@ -7,6 +7,7 @@ import numpy as np
 
 from grader.programs import Expect, Program, ProgramRun
 from grader.programs.expectations import words
+from grader.programs.structure import too_many
 from grader.submission.evidence.reading import Records
 from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape, simple_ratio
 from grader.submission.references import Reference
@@ -14,6 +15,15 @@ from grader.submission.references import Reference
 # An HLO sharding as XLA prints a plain one ({replicated}, {devices=[4,1]<=[4]}); anything longer or with other
 # characters (metadata holds any text) is the program's own text and is not quoted.
 _PLAIN_SHARDING = re.compile(r"\{[a-z_]*(=\[[0-9,]{1,20}\](<=\[[0-9,]{1,12}\](T\([0-9,]{1,12}\))?)?)?( last_tile_dim_replicate)?\}")
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    """Collective counts as a message says them: "2 all_gather, 1 all_reduce" (the runner's own names only)."""
+    from grader.programs.structure import COLLECTIVES, COMPILED_OPCODES
+
+    known = set(COLLECTIVES) | set(COMPILED_OPCODES.values())
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())
+                     if kind in known and type(n) is int and n > 0) or "none"
 
 
 class ProgramChecks(Records):
@@ -75,6 +85,13 @@ class ProgramChecks(Records):
         if expect.reduce_once:  # before moves_data: a collective in a loop carries an unbounded payload too
             check(not run.looped, "in_loop")
             check(not run.carries_more, "reduces_often")
+        if expect.collectives is not None:  # its own check (with reduce_once, ``carries_more`` says it first)
+            written = sum(n for n in run.collectives.values() if type(n) is int)
+            check(not too_many(run.collectives, expect.collectives), "collectives", count=written,
+                  expected=expect.collectives, kinds=_kinds(run.collectives))
+        if expect.compiled_collectives is not None:
+            check(not too_many(run.compiled_collectives, expect.compiled_collectives), "compiled_collectives",
+                  expected=expect.compiled_collectives, kinds=_kinds(run.compiled_collectives))
         if expect.no_data_moved:
             check(not run.moves_data, "moves_data")
         return run

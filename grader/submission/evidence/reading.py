@@ -25,8 +25,10 @@ class Records:
 
     def __init__(self, records: dict[str, Recorded], broken: list[str] | None = None, *, num_devices: int = 4,
                  names: dict[str, str] | None = None, programs: dict[str, ProgramRun] | None = None,
-                 elsewhere: dict[str, dict[str, Recorded]] | None = None):
+                 elsewhere: dict[str, dict[str, Recorded]] | None = None, draw: int = 0):
         self._records = records
+        #: the learner's draw of the hidden cases drawn over a contract (``coursekit.contracts``; 0: the instructor's)
+        self.draw = draw
         #: grade_id -> the well-formed records of another test cell of the notebook (``elsewhere``)
         self._elsewhere = dict(elsewhere or {})
         #: record key -> what the program recorded under it did in the grader's runner (``grader.programs``)

@@ -1,7 +1,7 @@
 # scenario: the right numbers, but a Python loop over the micro-batches psums each one's gradient, two float32 packed into one complex64 element (half the elements, the same bytes), and the count once after it: one all-reduce per micro-batch that no loop of the program shows
 # base: solution
 # expect-fail: test-accumulation
-# expect-message: or there are more than two of them
+# expect-message: and there are more than two of them
 # %% cell accumulation
 def microbatch_partials(x, y, mask, w):
     def summed_loss(w):

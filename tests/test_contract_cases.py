@@ -1,0 +1,130 @@
+"""Hidden cases drawn over a docstring's contract (issue 58, item 1): local_mean_diagnosis's accumulation cases.
+
+No kernel: the draws are NumPy, and the grader's side of the plumbing (``order.split``, ``order.rejoin``,
+``order.drawn``) is plain notebook data. What is proven: each declared dimension takes more than one value across
+learners (so nothing a learner can hard-code, three micro-batches, two features, a device that always holds a valid
+token, holds on every draw); every draw includes the corners; a learner's draw is the same at every grading; the
+batches drawn are what the contract says (shapes, empty parts, a token whose error is exactly 0, one valid token at
+least); the kernel and the judge are handed the same draw number.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import nbformat
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.layout import Course
+from grader.submission import order
+
+COURSE = Course.default()
+ASSIGNMENT = "local_mean_diagnosis"
+learners = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=20)
+
+
+def _cases():
+    spec = importlib.util.spec_from_file_location("lmd_rubric_cases", COURSE.source / ASSIGNMENT / "rubric_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+cases = _cases()
+
+
+def _draw(student: str) -> int:
+    return order.learner_draw(student, ASSIGNMENT)
+
+
+def _blocks(mask, devices: int) -> np.ndarray:
+    return mask.reshape(mask.shape[0], devices, -1).sum(axis=2)
+
+
+@pytest.mark.parametrize("contract", [cases.ACCUMULATION, cases.PARTIALS], ids=lambda c: c.name)
+def test_every_declared_dimension_is_varied_across_learners(contract):
+    seen = {dimension: set() for dimension in contract.dimensions}
+    for n in range(60):
+        for case in contract.draw(_draw(f"learner-{n}")):
+            for dimension in contract.dimensions:
+                seen[dimension].add(case[dimension])
+    for dimension, allowed in contract.dimensions.items():
+        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(learners)
+def test_a_learners_draw_is_the_same_at_every_grading_and_holds_the_corners(student):
+    draw = _draw(student)
+    assert draw == order.learner_draw(student, ASSIGNMENT)
+    first = cases.drawn_accumulation_batches(4, draw)
+    again = cases.drawn_accumulation_batches(4, draw)
+    assert [name for name, _, _ in first] == [name for name, _, _ in again]
+    for (_, size, batch), (_, size_again, batch_again) in zip(first, again):
+        assert size == size_again and all(np.array_equal(a, b) for a, b in zip(batch, batch_again))
+    corner = cases.ACCUMULATION.draw(draw)[0]
+    assert corner["micro_batches"] > 3 and corner["features"] != 2 and corner["device_empty_in_step"]
+    _, size, (x, y, mask, w) = first[0]
+    assert size == 4 and x.shape[0] > 3 and w.size != 2
+    assert (_blocks(mask, size).sum(axis=0) == 0).any(), "the corner's device without a valid token in the step"
+    assert any(size < 4 for _, size, _ in first[1:]), "a smaller mesh in every draw"
+
+
+@settings(max_examples=60, deadline=None)
+@given(learners, st.sampled_from([2, 4, 8]))
+def test_each_drawn_batch_is_what_the_contract_says(student, devices):
+    for (name, size, (x, y, mask, w)), case in zip(cases.drawn_accumulation_batches(devices, _draw(student)),
+                                                  cases.ACCUMULATION.draw(_draw(student))):
+        m, s, t, d = case["micro_batches"], case["seqs"], case["tokens"], case["features"]
+        assert size == cases.mesh_size(case["mesh"], devices)
+        assert x.shape == (m, size * s, t, d) and y.shape == mask.shape == (m, size * s, t) and w.shape == (d,)
+        assert mask.dtype == bool and x.dtype == y.dtype == w.dtype == np.float32
+        assert mask.any(), f"{name}: a batch holds a valid token"
+        blocks = _blocks(mask, size)
+        if case["device_empty_in_step"] and size > 1:
+            assert (blocks.sum(axis=0) == 0).any(), name
+        if case["empty_micro_batch"] and m > 1:
+            assert not mask[0].any(), name
+        if case["zero_loss"]:
+            residual = np.where(mask, x.astype(np.float64) @ w.astype(np.float64) - y, 1.0)
+            assert (residual == 0).any(), f"{name}: a valid token whose error is exactly 0"
+
+
+def test_the_kernel_and_the_judge_are_handed_the_same_draw():
+    source = COURSE.read_source(ASSIGNMENT)
+    hidden = COURSE.hidden_cases(ASSIGNMENT)
+    assert order.draws_per_learner(hidden)
+    draw = _draw("pat-zq81")
+    assert draw != _draw("quinn-xv27") and draw != order.learner_draw("pat-zq81", "sharded_step")
+    split = order.split(source, hidden, draw=draw)
+    loaders = [c.source for c in split.cells if order.cells.hidden_part_of(c)]
+    assert loaders and all(f"{order.DRAW} = {draw}" in c for c in loaders)
+    assert order.drawn(split) == draw
+    joined = order.rejoin(split)
+    assert order.drawn(joined) == draw and order.hidden_ran_last(joined)
+    assert "pat-zq81" not in nbformat.writes(split), "the kernel is never told whose notebook it runs"
+    # a cases module that does not draw per learner is handed no draw: its kernels' notebooks stay the same for all
+    other = COURSE.hidden_cases("sharded_step")
+    if other is not None and not order.draws_per_learner(other):
+        plain = order.split(COURSE.read_source("sharded_step"), other, draw=draw)
+        assert order.drawn(plain) == 0 and f"{order.DRAW} =" not in nbformat.writes(plain)
+    assert order.drawn(order.split(source, hidden)) == 0  # no draw given: the instructor's own (0)
+
+
+def test_the_draw_follows_the_answers_not_the_learner():
+    """Identical answers get identical cases (the same verdict for the same code, and one kernel run for both); other
+    answers another draw; the instructor's cells, the same for everyone, decide nothing."""
+    import nbformat
+
+    def notebook(answer: str):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# lesson"),
+                                               nbformat.v4.new_code_cell("import numpy as np"),
+                                               nbformat.v4.new_code_cell(answer)])
+
+    same = [order.learner_draw(order.answers_key(notebook("x = 1")), ASSIGNMENT) for _ in range(2)]
+    other = order.learner_draw(order.answers_key(notebook("x = 2")), ASSIGNMENT)
+    assert same[0] == same[1] != other
