@@ -320,7 +320,7 @@ def free_port() -> int:
 
 def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_port: int, workers: int | None,
                    instructor: str, spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None,
-                   grading_jobs: int = 0, lms: Path | None = None) -> None:
+                   grading_jobs: int = 0, lms: Path | None = None, lti: Path | None = None) -> None:
     proxy = checkout / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
     settings = {"ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
                 "service_port": service_port, "workers": workers, "venv": str(paths.venv), "course": str(paths.course),
@@ -330,6 +330,7 @@ def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_
                 "lms": str(lms.resolve()) if lms else None,
                 "groups": {"learners": accounts.LEARNERS, "graders": accounts.GRADERS,
                            "instructors": accounts.INSTRUCTORS}}
+    settings["lti"] = str(lti.resolve()) if lti else None  # hub --lti: LMS launches (grader.hub.lti)
     fd = os.open(paths.settings, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         json.dump(settings, out, indent=2)

@@ -44,6 +44,10 @@ groups = s["groups"]
 c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.allowed_groups = {groups["learners"], groups["graders"], groups["instructors"]}
 c.PAMAuthenticator.admin_groups = {groups["instructors"]}
+if s.get("lti"):  # hub --lti FILE: LMS launches; the password form for staff only (grader/hub/lti.py)
+    from grader.hub.lti import configure
+
+    configure(c, s)
 
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
 job = s.get("slurm") or {}  # python -m grader hub --slurm-partition/-memory/-cpus/-runtime, --grading-scheduler-host

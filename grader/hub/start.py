@@ -19,7 +19,7 @@ def checkout_root() -> Path:
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
-            roster: Path | None = None, lms: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            roster: Path | None = None, lms: Path | None = None, lti: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
@@ -36,6 +36,15 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
             say(f"hub: grades passed back to the LMS at {load(lms).issuer} (LTI 1.3 AGS; python -m grader lms status)")
         except ConfigError as error:
             raise HubRefused(f"--lms: {error}") from None
+    if lti is not None:  # read now: a hub the LMS cannot launch into says so before it starts anything
+        from grader.hub.lti import LtiError, announce
+        from grader.lms.keys import KeyProblem
+
+        try:
+            for line in announce(lti, f"http://{ip}:{port}"):
+                say(f"hub: {line}")
+        except (LtiError, KeyProblem) as error:
+            raise HubRefused(f"--lti: {error}") from None
     instructor = accounts.INSTRUCTOR
     install.folders(paths, None)
     if roster is None:  # the demo class: demo passwords for every account
@@ -57,7 +66,7 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
                            instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm,
-                           grading_jobs=grading_jobs, lms=lms)
+                           grading_jobs=grading_jobs, lms=lms, lti=lti)
     if grading_jobs:
         say(f"hub: the grading service grades on {grading_jobs} Dask worker(s) in Slurm jobs, mutual TLS with "
             f"{install.grading_certificates(paths)}")
@@ -116,10 +125,10 @@ def slurm_ready() -> str:
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
          cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None,
-         lms: Path | None = None) -> int:
+         lms: Path | None = None, lti: Path | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms)
+                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms, lti=lti)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -158,9 +167,13 @@ def add_commands(sub, service_port: int) -> None:
                           "course's CSV): accounts made, dropped learners deactivated; default: the demo roster")
     hub.add_argument("--lms", type=Path, metavar="FILE", help="the LMS file: the grading service passes totals back "
                                                              "over LTI 1.3 AGS (docs/how-to/connect-your-lms.md)")
+    hub.add_argument("--lti", type=Path, metavar="FILE",
+                     help="the LTI file: learners launched from the LMS over LTI 1.3 (issuer, client id, key set and "
+                          "login URLs, deployment ids); the password form then admits staff only "
+                          "(docs/how-to/connect-your-lms.md)")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
                                            args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster,
-                                           args.lms))
+                                           args.lms, lti=args.lti))
     enrolled = sub.add_parser("roster", help="apply the class's roster again to a hub's accounts (root): new learners "
                                              "added, dropped ones deactivated, nobody's work touched")
     enrolled.add_argument("file", type=Path)
