@@ -130,7 +130,8 @@ def host_listeners():
 # xdist's own --dist loadgroup cannot do this under pytest 9 (it renames items through an attribute pytest 9 no
 # longer reads), so the scheduler below groups by these units itself.
 GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_retest.py", "tests/test_scenarios.py"}
-SHARED_UNITS = {**{path: "hub" for path in ("tests/test_hub.py", "tests/test_hub_on_slurm.py", "tests/test_cluster_recipes.py")},
+SHARED_UNITS = {**{path: "hub" for path in ("tests/test_hub.py", "tests/test_hub_on_slurm.py", "tests/test_cluster_recipes.py",
+                                                  "tests/test_lti_launch.py")},
                 **{path: "graded" for path in GRADED_UNIT}}
 LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
 

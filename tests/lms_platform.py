@@ -19,10 +19,21 @@ so the tool is tested against the published messages and not against the library
   ``application/vnd.ims.lis.v1.score+json`` media type, and that a score older than the one held is not applied;
   its reply to a score is labelled with the line item's media type; ``TScore.userId`` is typed ``int`` (a string
   in the specification); a new line item's required ``label`` and positive ``scoreMaximum`` are not checked.
+
+The launch (LTI 1.3 core §5.1, IMS Security Framework §5.1.1, OIDC third-party initiated login then an id_token
+``form_post``): the library's ``OIDCLoginAbstract`` builds the login initiation URL, its ``MessageLaunchAbstract``
+checks the tool's authentication request and signs the id_token (``nonce``, ``iss``, ``aud``, ``azp``,
+``deployment_id``, ``exp``, the user's claims, the platform key's ``kid``). Here are the routes: the course's page
+(``/course?user=NAME``, a link a person clicks), ``/launch`` (to the tool's login initiation), ``/authorize`` (the
+form that posts the id_token to the tool) and ``/jwks``. Where 0.1.8 falls short: it does not check the
+authentication request's ``redirect_uri`` against the tool's registered ones (Security Framework §5.1.1.2), nor
+``response_type=id_token``, ``scope=openid``, ``response_mode=form_post`` and ``prompt=none`` (§5.1.1.2); the
+routes here do.
 """
 from __future__ import annotations
 
 import datetime
+import html
 import json
 import threading
 import time
@@ -34,6 +45,8 @@ import jwt
 from jwcrypto.jwk import JWK
 from lti1p3platform.exceptions import LineItemNotFoundException, LtiServiceException
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.message_launch import MessageLaunchAbstract
+from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request
 from lti1p3platform.score import UpdateScoreStatus
@@ -135,6 +148,27 @@ class HttpRequest(Request):
         return request
 
 
+class Login(OIDCLoginAbstract):
+    """The library's login initiation: the URL of the tool's OIDC login with iss, login_hint, target_link_uri,
+    lti_message_hint, client_id and lti_deployment_id."""
+
+    def set_lti_message_hint(self, **kwargs):
+        self._lti_message_hint = kwargs["hint"]
+
+    def get_redirect(self, url):
+        return url
+
+
+class Launch(MessageLaunchAbstract):
+    """The library's launch message: the preflight (the tool's authentication request) checked, the id_token signed."""
+
+    def render_launch_form(self, launch_data, **kwargs):
+        return launch_data
+
+
+ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
+
+
 class Platform:
     """The LMS on ``127.0.0.1:port``: ``start``, ``stop`` (it refuses connections) and ``start`` again on the same
     port, its gradebook (``results``) and every score it received (``received``) kept across."""
@@ -153,6 +187,39 @@ class Platform:
         self.received: list[tuple[str, dict]] = []
         self.jtis: set[str] = set()
         self.port, self.server = 0, None
+        self.people: dict[str, dict] = {}  # login_hint -> sub, roles, name, email, custom (the LMS's users)
+        self.redirect_uris: set[str] = set()
+
+    def register_tool(self, login_url: str, redirect_uri: str, target_link_uri: str) -> None:
+        """The tool's registration as the LMS's administrator enters it (the how-to's fields)."""
+        self.registration.set_oidc_login_url(login_url).set_launch_url(target_link_uri)
+        self.redirect_uris = {redirect_uri}
+
+    def login_initiation(self, person: str, deployment: str | None = None) -> str:
+        """Where the LMS sends the browser of ``person`` who clicks the course's link."""
+        login = Login(None, self.conf)
+        login.set_lti_message_hint(hint="course-link-1")
+        url = login.initiate_login(person)
+        return url.replace(f"lti_deployment_id={DEPLOYMENT}", f"lti_deployment_id={deployment}") if deployment else url
+
+    def launch(self, request: dict, claims: dict | None = None, expiration: int = 300) -> dict:
+        """The id_token for the tool's authentication request ``request`` (its query), as the library signs it:
+        ``{"id_token", "state", "launch_url"}``; ``claims`` replace the message's own (a test's tampering)."""
+        problems = [f"{name} must be {value}" for name, value in (("response_type", "id_token"), ("scope", "openid"),
+                    ("response_mode", "form_post"), ("prompt", "none")) if request.get(name) != value]
+        if request.get("redirect_uri") not in self.redirect_uris:
+            problems.append(f"redirect_uri {request.get('redirect_uri')!r} is not registered")
+        person = self.people.get(request.get("login_hint", ""))
+        if problems or person is None:
+            raise ValueError("; ".join(problems) or "unknown login_hint")
+        launch = Launch(HttpRequest({"method": "GET", "get_data": dict(request), "form_data": {}}), self.conf)
+        launch.set_user_data(person["sub"], person["roles"], person.get("name"), person.get("email"))
+        launch.set_resource_link_claim("course-link-1", title="JAX distributed training")
+        launch.set_launch_context_claim("course-7", context_label="JAX", context_title="Distributed training")
+        launch.set_custom_parameters_claim(dict(person.get("custom") or {}))
+        launch.set_extra_claims(dict(claims or {}))
+        launch.set_id_token_expiration(expiration)
+        return launch.lti_launch()
 
     @property
     def url(self) -> str:
@@ -232,8 +299,45 @@ def _handler(lms: Platform):
                 return self._send(response.code, {"error": response.message})
             return self._send(response.code, response.result, response.media_type)
 
+        def _page(self, code: int, text: str, headers=()):
+            data = text.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _launch_routes(self, path: str, query: dict) -> bool:
+            """The course's page, its link, the authorization endpoint and the platform's keys; False: not one."""
+            if path == "/jwks":
+                self._send(200, {"keys": lms.registration.get_jwks()})
+            elif path == "/course":
+                self._page(200, "<!doctype html><html lang=en><title>JAX course - LMS</title><main><h1>Distributed "
+                                f"training</h1><a id=launch href='/launch?user={html.escape(query.get('user', ''))}'>"
+                                "Open the JAX course</a></main></html>")
+            elif path == "/launch":
+                self._page(302, "", [("Location", lms.login_initiation(query.get("user", "")))])
+            elif path == "/authorize":
+                try:
+                    data = lms.launch(query)
+                except Exception as error:  # noqa: BLE001 - the library raises anything: the LMS's error page
+                    self._page(400, f"<p>launch refused by the LMS: {html.escape(str(error))}</p>")
+                    return True
+                fields = "".join(f"<input type=hidden name={name} value='{html.escape(data[name])}'>"
+                                 for name in ("id_token", "state"))
+                self._page(200, f"<!doctype html><html lang=en><title>Launching</title><form id=lti method=post "
+                                f"action='{html.escape(data['launch_url'])}'>{fields}</form>"
+                                "<script>document.getElementById('lti').submit()</script></html>")
+            else:
+                return False
+            return True
+
         def do_GET(self):
             path = urlsplit(self.path).path
+            if self._launch_routes(path, dict(parse_qsl(urlsplit(self.path).query))):
+                return
             if path == COURSE:
                 ags = Ags(self._request(b""), lms, lms)
                 try:
@@ -253,6 +357,8 @@ def _handler(lms: Platform):
             if path == "/token":
                 code, answer = lms.token(dict(parse_qsl(body.decode())))
                 return self._send(code, answer)
+            if path == "/authorize" and self._launch_routes(path, dict(parse_qsl(body.decode()))):
+                return
             request = self._request(body)
             ags = Ags(request, lms, lms)
             if path == COURSE:
