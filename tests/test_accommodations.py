@@ -8,12 +8,14 @@ import csv
 import dataclasses
 import datetime
 import io
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from grader import cli
+from grader.service import accommodations
 from grader.service.attempts import Policy
 from grader.submission import history
 from test_term import ASSIGNMENT, Term, _result
@@ -46,6 +48,11 @@ def _penalty(term: Term) -> str:
     return row["late_penalty"]
 
 
+def _shown(term: Term) -> str:
+    """The line the learner's Assignment List shows under the assignment (``GET /duedates``, as that learner)."""
+    return accommodations.mine(term.service, os.geteuid())[1]["assignments"][ASSIGNMENT]["said"]
+
+
 def test_an_extension_spares_the_penalty_the_class_pays_and_gives_back_one_taken(tmp_path, monkeypatch):
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
     due = now - datetime.timedelta(hours=2)  # the class's due date passed two hours ago
@@ -53,6 +60,10 @@ def test_an_extension_spares_the_penalty_the_class_pays_and_gives_back_one_taken
 
     code, said, _ = _extend(with_one, with_one.student, ASSIGNMENT, "--hours", "5", "--why", "a medical note")
     assert code == 0 and "extension 5:00:00" in said, said
+    # before Submit, each one's Assignment List line (the service's GET /duedates for them): their own due date
+    day, own = accommodations.shown, due + datetime.timedelta(hours=5)
+    assert _shown(with_one) == f"Extended for you until {day(own)} (the class's due date: {day(due)})"
+    assert _shown(without) == f"Due {day(due)}"
     page = with_one.submit("my answer", _result(10.0, now))
     assert "after the due date" not in page and _penalty(with_one) == "0"
     page = without.submit("my answer", _result(10.0, now))
@@ -120,4 +131,43 @@ def test_what_cannot_be_granted_is_refused_and_nothing_is_written(tmp_path, monk
         assert code == 2 and said in err, (argv, err)
     assert not history.read(term.out, term.student, ASSIGNMENT)
     assert not (term.out / "service" / "accommodations.json").exists()
+    term.service.close()
+
+
+def test_each_learner_is_shown_their_own_due_dates_and_never_anothers(tmp_path, monkeypatch):
+    """``GET /duedates`` (what the learner's Assignment List shows, through their server): two learners of one
+    gradebook, one with an extension; each is answered with their own dates, whoever's name or token they send.
+    Who asks comes from the connection (this machine's loopback) or the hub's word on the token (a server on another
+    host), as for regrade requests (tests/test_service_attacks.py's fake hub: ``own``, ``victim``)."""
+    from nbgrader.api import Gradebook as Book
+
+    from grader.service import identity, routes
+    from test_service_attacks import _appeals_service, _call, _victim_name
+
+    term, other = _term(tmp_path / "a", monkeypatch, datetime.datetime(2026, 12, 20, 17)), _victim_name()
+    with Book(term.url) as book:  # nbgrader's own extension field, as `extend --until 2026-12-22 09:30 UTC` writes it
+        book.update_or_create_student(other)
+        with book.db.no_autoflush:
+            book.update_or_create_submission(ASSIGNMENT, term.student, extension=datetime.timedelta(days=1, hours=16.5))
+    mine = "Extended for you until Tue 2026-12-22 09:30 UTC (the class's due date: Sun 2026-12-20 17:00 UTC)"
+    theirs = "Due Sun 2026-12-20 17:00 UTC"
+    with _appeals_service(tmp_path, monkeypatch) as (server, _, serve):
+        server.RequestHandlerClass = routes.handler(term.service)  # the real service's routes and gradebook
+        serve()
+        port = server.server_address[1]
+        code, said = _call(port, "GET", "/duedates")  # this machine: the connecting account, no token needed
+        assert code == 200 and said["student"] == term.student, said
+        assert said["assignments"][ASSIGNMENT] == {"class_due": "2026-12-20T17:00:00Z", "due": "2026-12-22T09:30:00Z",
+                                                   "extended": True, "said": mine}
+        assert {a["said"] for name, a in said["assignments"].items() if name != ASSIGNMENT} == {"No due date"}
+        assert _call(port, "GET", "/duedates", "victim")[0] == 403  # another's token from my connection: refused
+        assert _call(port, "GET", f"/duedates?student={other}")[0] == 404  # no route takes a name
+        # learners' servers on another host: known by the hub's word on their token alone
+        monkeypatch.setattr(identity, "accepted", lambda connection: "host 10.0.0.5")
+        code, said = _call(port, "GET", "/duedates", "victim")
+        assert code == 200 and said["student"] == other and said["assignments"][ASSIGNMENT]["said"] == theirs, said
+        assert "2026-12-22" not in json.dumps(said) and not said["assignments"][ASSIGNMENT]["extended"]
+        assert _call(port, "GET", "/duedates", "own")[1]["assignments"][ASSIGNMENT]["said"] == mine
+        for token in (None, "forged", "service"):
+            assert _call(port, "GET", "/duedates", token)[0] == 403, token
     term.service.close()

@@ -14,6 +14,11 @@
 Each grant is a line in the learner's history (``accommodation``: what, by whom, why). An unknown learner or
 assignment, an assignment with no due date to extend, or a date that is not one is refused with exit status 2,
 and nothing is written.
+
+**The learner sees it before Submit**: the service's ``GET /duedates`` (``mine``) answers the asking account's own
+due dates only (whose from ``identity``; the route takes no name), each course assignment's class due date and, where
+this learner has an extension, their own; the learner's server passes it on (``grader.learner.duedates``) and the
+Assignment List shows it under each assignment's name (``grader/course/labextension.py``).
 """
 from __future__ import annotations
 
@@ -136,6 +141,60 @@ def grant(out: Path, db_url: str, student: str, assignment: str, *, until: str |
         said.append(f"{attempts} extra graded attempt(s) in each window for {student}")
     history.append(out, student, assignment, "accommodation", why or "granted", granted="; ".join(said))
     return said
+
+
+def shown(when: datetime.datetime) -> str:
+    """A due date (naive UTC) as the learner reads it: "Sun 2026-12-20 17:00 UTC" (the feedback page's form)."""
+    return f"{when:%a %Y-%m-%d %H:%M} UTC"
+
+
+def due_dates(db_url: str | None, course_root: Path, assignments: list[str], student: str) -> dict[str, dict]:
+    """assignment -> this learner's due date, as the late penalty will count it: the class's (nbgrader's gradebook,
+    else ``c.Deadlines.duedates``) and, where ``student`` has an extension, theirs; ``said`` in words. Only
+    ``student``'s own submission rows are read."""
+    from grader.nbgrader_adapter.late import configured_due_dates, course_config
+
+    configured = configured_due_dates(course_config(course_root))
+    due = {a: configured.get(a) for a in assignments}
+    extension: dict[str, datetime.timedelta] = {}
+    sqlite = db_url[len("sqlite:///"):] if db_url and db_url.startswith("sqlite:///") else None
+    if db_url and (sqlite is None or Path(sqlite).is_file()):  # never made by a reading (nbgrader would create it)
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(db_url) as book:
+            for assignment in assignments:
+                try:
+                    in_book = book.find_assignment(assignment).duedate
+                except MissingEntry:
+                    continue
+                due[assignment] = in_book or due[assignment]
+                try:  # nbgrader's own due date for the learner: the book's date plus their extension
+                    granted = book.find_submission(assignment, student).extension if in_book else None
+                except MissingEntry:
+                    granted = None
+                if granted and granted > datetime.timedelta(0):
+                    extension[assignment] = granted
+    found = {}
+    for assignment in assignments:
+        class_due = due[assignment]
+        if class_due is None:
+            found[assignment] = {"class_due": None, "due": None, "extended": False, "said": "No due date"}
+            continue
+        own = class_due + extension.get(assignment, datetime.timedelta(0))
+        said = (f"Extended for you until {shown(own)} (the class's due date: {shown(class_due)})"
+                if assignment in extension else f"Due {shown(class_due)}")
+        found[assignment] = {"class_due": f"{class_due:%Y-%m-%dT%H:%M:%S}Z", "due": f"{own:%Y-%m-%dT%H:%M:%S}Z",
+                             "extended": assignment in extension, "said": said}
+    return found
+
+
+def mine(service, uid: int) -> tuple[int, dict]:
+    """``GET /duedates``: the due dates of the account that asks (``uid``, from ``identity``), never another's."""
+    from grader.service.exchange import owner
+
+    student = owner(uid)
+    return 200, {"student": student, "assignments": due_dates(service.options.gradebook, service.course.root,
+                                                              service.course.assignments(), student)}
 
 
 def cmd_extend(args) -> int:

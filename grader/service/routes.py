@@ -1,5 +1,6 @@
 """The grading service's loopback routes: ``GET /status``, ``POST /validate`` (Validate's named diagnoses), and
-``POST /appeal`` and ``GET /appeals`` (regrade requests, in the name of the Unix account that connects: ``appeals``).
+``POST /appeal`` and ``GET /appeals`` (regrade requests, in the name of the Unix account that connects: ``appeals``),
+and ``GET /duedates`` (the asking account's own due dates, with its extension: ``accommodations.mine``).
 
 Every learner on the machine can connect, so a request is bounded before any work: at most ``CONNECTIONS_AT_ONCE``
 open connections (more are closed as they are accepted), ``REQUEST_DEADLINE_S`` for a whole request, a body of at
@@ -128,6 +129,16 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
                 if uid is None:
                     return self._answer(code, {"error": why})
                 return self._answer(*appeals.mine(service.options.out, uid))
+            if self.path == "/duedates":  # the asking account's own due dates, its extension included; no name taken
+                from grader.service import accommodations
+
+                uid, code, why = self._account()
+                if uid is None:
+                    return self._answer(code, {"error": why})
+                try:
+                    return self._answer(*accommodations.mine(service, uid))
+                except Exception as error:  # noqa: BLE001 - a request must never stop the service
+                    return self._answer(500, {"error": f"the due dates could not be read ({type(error).__name__})"})
             return self._answer(404, {"error": "no such route"})
 
         def do_POST(self):  # noqa: N802
