@@ -34,6 +34,7 @@ from pathlib import Path
 
 from grader.layout import Course
 from grader.sandbox import Limits
+from grader.sandbox.limits import add_arguments, from_arguments
 
 DEFAULT_SERVICE_PORT = 47080  # grader.service.app.DEFAULT_PORT; the learner's Validate asks there (grader.learner)
 
@@ -46,7 +47,7 @@ def cmd_grade(args) -> int:
         from grader.submission.pipeline import Settings
         from grader.classroom.report import summary, table
 
-        settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices, platform=args.platform,
+        settings = Settings(out=args.out.resolve(), limits=from_arguments(args), num_devices=args.num_devices, platform=args.platform,
                             confine=not args.no_confine, prewarm=not args.no_prewarm,
                             fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
         if settings.confine and os.geteuid() != 0 and not args.scheduler:
@@ -106,60 +107,6 @@ def cmd_grade(args) -> int:
         print(f"grades: {settings.out / 'grades.csv'}; per-test results: {settings.out / 'results.json'}; "
               f"feedback: {settings.out / 'feedback'}/STUDENT/ASSIGNMENT/*.html")
         return 0
-
-
-def cmd_serve(args) -> int:
-    from grader.service.app import Options, serve
-    from grader.classroom.batch import default_workers
-    from grader.programs.judged import Judged
-    from grader.service.attempts import Policy
-    from grader.submission.pipeline import Settings
-
-    course = Course.default()
-    try:
-        policy = Policy(None if args.attempts == 0 else args.attempts, args.window_hours, args.counts)
-    except ValueError as error:
-        print(f"serve: {error}", file=sys.stderr)
-        return 2
-    if os.geteuid() != 0:
-        print("serve: warning: not running as root, so kernels are not sealed (docs/explanation/security-model.md)",
-              file=sys.stderr)
-    settings = Settings(out=args.out.resolve(), limits=_limits(args), num_devices=args.num_devices,
-                        platform=args.platform, confine=not args.no_confine, compile_cache=False,
-                        judged=Judged())  # the service's run is its lifetime: identical programs judged once
-    cluster = None
-    if args.slurm_workers:  # kernels on Dask workers in Slurm jobs, over the course's mutual TLS
-        if args.tls_dir is None:
-            print("serve: --slurm-workers needs --tls-dir (python -m grader certs DIR makes one)", file=sys.stderr)
-            return 2
-        import functools
-
-        from grader.classroom.cluster import slurm_client
-
-        cluster = functools.partial(slurm_client, args.slurm_workers, args.tls_dir.resolve(), host=args.scheduler_host,
-                                    queue=args.slurm_partition)
-    options = Options(exchange=(args.exchange or course.root / "exchange").resolve(), course_id=args.course_id,
-                      out=args.out.resolve(), policy=policy,
-                      workers=args.workers or (3 * args.slurm_workers if cluster else default_workers()),
-                      gradebook=None if args.no_gradebook else
-                      (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
-                      port=args.port, check_owner=not args.no_check_owner, cluster=cluster, lms=args.lms)
-    return serve(course, options, settings, once=args.once)
-
-
-def _limits(args) -> Limits:
-    return Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
-                  max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
-
-
-def _limit_arguments(parser, defaults: Limits) -> None:
-    parser.add_argument("--num-devices", type=int, default=4)
-    parser.add_argument("--platform", default="cpu")
-    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_timeout_s)
-    parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_timeout_s)
-    parser.add_argument("--memory-mb", type=int, default=defaults.memory_mb)
-    parser.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
-    parser.add_argument("--max-processes", type=int, default=defaults.max_processes)
 
 
 def cmd_certs(args) -> int:
@@ -305,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     grade.add_argument("--student", action="append", metavar="ID",
                        help="grade only this learner (repeatable); every other learner's results stay as they are")
-    _limit_arguments(grade, defaults)
+    add_arguments(grade, defaults)
     grade.add_argument("--force", action="store_true", help="regrade notebooks that already have a result")
     grade.add_argument("--gradebook", metavar="DB_URL",
                        help="also write the scores into this nbgrader database (sqlite:///... or postgresql://...)")
@@ -320,39 +267,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="skip the uid switch and mount hiding (development only)")
     grade.set_defaults(run=cmd_grade)
 
-    serve = sub.add_parser("serve", help="grade each submission in nbgrader's exchange as it arrives and release "
-                                         "its feedback; answer Validate's requests for named diagnoses")
-    serve.add_argument("--out", type=Path, default=Path("."),
-                       help="the course's grading output (grades.csv, results/, autograded/, feedback/; default: .)")
-    serve.add_argument("--exchange", type=Path, help="nbgrader's exchange root (default: the course's exchange/)")
-    serve.add_argument("--course-id", default="jax-distributed-training")
-    serve.add_argument("--attempts", type=int, default=3,
-                       help="graded attempts per learner and assignment in any window (0: no limit; default 3)")
-    serve.add_argument("--window-hours", type=float, default=24.0, help="the window of --attempts (default 24)")
-    serve.add_argument("--counts", choices=["best", "last"], default="best",
-                       help="which graded attempt counts: best (default: the most points after its own late penalty) "
-                            "or last (nbgrader's; an attempt identical to an earlier one counts as that one)")
-    serve.add_argument("--workers", type=int, default=None,
-                       help="warm kernels grading at once (default: the number of cores plus one)")
-    serve.add_argument("--port", type=int, default=DEFAULT_SERVICE_PORT, help="loopback port of /validate and /status")
-    serve.add_argument("--gradebook", metavar="DB_URL",
-                       help="nbgrader's database the counting attempts go into, and due dates and extensions come "
-                            "from (default: OUT/gradebook.db, the one formgrader reads when OUT is the course root)")
-    serve.add_argument("--no-gradebook", action="store_true",
-                       help="write grades.csv and results/ only (formgrader then shows nothing of the service's)")
-    serve.add_argument("--no-check-owner", action="store_true",
-                       help="grade a submission under the student id its folder names even when another Unix "
-                            "account owns it (one account for every learner, as in a demo or a benchmark)")
-    serve.add_argument("--once", action="store_true", help="grade what is in the exchange now, then stop")
-    serve.add_argument("--slurm-workers", type=int, default=0, metavar="N",
-                       help="grade on N Dask workers in Slurm jobs (dask-jobqueue; needs --tls-dir) instead of here")
-    serve.add_argument("--tls-dir", type=Path, metavar="DIR", help="the course's certificates (python -m grader certs)")
-    serve.add_argument("--scheduler-host", default="127.0.0.1", help="an address of this machine every node reaches")
-    serve.add_argument("--slurm-partition", default=None, help="the Slurm partition of the grading jobs")
-    serve.add_argument("--lms", type=Path, metavar="FILE", help="the LMS file: totals passed back over LTI 1.3 AGS")
-    serve.add_argument("--no-confine", action="store_true", help="skip the uid switch and mount hiding (development only)")
-    _limit_arguments(serve, defaults)
-    serve.set_defaults(run=cmd_serve)
 
     certs = sub.add_parser("certs", help="create a private CA and TLS certificates for a Dask grading cluster")
     certs.add_argument("dir", type=Path, metavar="DIR")
@@ -421,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands whose code and parser live in their own module, in the order --help lists them: appeal and appeals
 # history, appeal and appeals (the learner's and the instructor's), extend (accommodations), term (a term's records),
 # lms (grades passed back over LTI 1.3), hub, roster and slurm.
-MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.appeals", True), ("grader.service.accommodations", False),
+MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.commands", True), ("grader.service.appeals", True), ("grader.service.accommodations", False),
                    ("grader.term.commands", False), ("grader.lms.commands", False), ("grader.hub.start", True))
 
 

@@ -514,7 +514,7 @@ def _victim_name() -> str:
 
 
 @contextlib.contextmanager
-def _appeals_service(tmp_path: Path, monkeypatch):
+def _appeals_service(tmp_path: Path, monkeypatch, tls=None):
     """The service's routes, not yet serving, whose ``appeals`` record the account each request was attributed to
     (``asked``), and a fake JupyterHub whose ``/hub/api/user`` knows three tokens: ``own`` (this process's account),
     ``victim`` (another account) and ``service`` (a service's, no user's)."""
@@ -549,7 +549,7 @@ def _appeals_service(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "the-grading-services-own-token")
     fake = types.SimpleNamespace(course=Course.default(), status=lambda: {},
                                  options=types.SimpleNamespace(out=tmp_path))
-    server = routes.Server(("127.0.0.1", 0), routes.handler(fake))
+    server = routes.Server(("127.0.0.1", 0), routes.handler(fake), tls=tls)
     serving: list[threading.Thread] = []
 
     def serve() -> None:

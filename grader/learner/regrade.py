@@ -17,6 +17,7 @@ import html
 import http.client
 import json
 import os
+import ssl
 import urllib.parse
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from tornado import web
 
 from grader import cells
-from grader.learner.report import DEFAULT_PORT, URL_VARIABLE, is_loopback_host
+from grader.learner.report import DEFAULT_PORT, URL_VARIABLE, is_loopback_host, service_url, tls_context
 
 test_name = cells.test_name
 
@@ -37,30 +38,35 @@ MAX_REASON = 2000  # characters, as the service keeps (grader.service.appeals.MA
 TIMEOUT_S = 15
 
 
-def service_port(default: int = DEFAULT_PORT) -> int:
-    """The grading service's loopback port as the learner's server knows it: ``COURSE_GRADING_URL`` (set by the hub
-    for every learner's server and its terminals and kernels) when it names this machine, else ``default``. A
-    request is only ever made over loopback: the service tells who asks from the connecting account."""
-    try:
-        parts = urllib.parse.urlsplit(os.environ.get(URL_VARIABLE, "").strip())
-        return parts.port if parts.hostname and is_loopback_host(parts.hostname) and parts.port else default
-    except ValueError:
-        return default
+def service_address(default_port: int = DEFAULT_PORT) -> str:
+    """The grading service as this server knows it: ``COURSE_GRADING_URL`` (set by the hub for every learner's server
+    and its terminals and kernels: plain http on this machine, https to another host), else the course's port here."""
+    if os.environ.get(URL_VARIABLE, "").strip():
+        return service_url()  # raises ValueError for a URL that may not carry the token (plain http off this host)
+    return f"http://127.0.0.1:{default_port}/"
 
 
-def send(port: int, assignment: str | None, test: str | None = None, reason: str | None = None) -> tuple[int, dict]:
+def send(url: str, assignment: str | None, test: str | None = None, reason: str | None = None) -> tuple[int, dict]:
     """A regrade request (``assignment`` given) or the list of this account's requests, from this process's account
     (with the hub's token for the service, where the server has one). Returns the service's status and answer;
     raises ``OSError`` or ``ValueError`` when it does not answer."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":  # verified against the site's CA (COURSE_GRADING_CA) and the host's name
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=TIMEOUT_S,
+                                                 context=tls_context(url))
+    elif parts.hostname and is_loopback_host(parts.hostname):
+        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=TIMEOUT_S)
+    else:
+        raise ValueError(f"{url}: plain http only to this machine")
     token = os.environ.get(TOKEN_VARIABLE, "").strip()
-    headers = {"Authorization": f"token {token}"} if token else {}  # only ever to loopback (above)
+    headers = {"Authorization": f"token {token}"} if token else {}  # over TLS, or to this machine only (above)
+    base = parts.path.rstrip("/")
     try:
         if assignment is None:
-            connection.request("GET", "/appeals", headers=headers)
+            connection.request("GET", f"{base}/appeals", headers=headers)
         else:
-            connection.request("POST", "/appeal", json.dumps({"assignment": assignment, "test": test,
-                                                              "reason": reason or ""}),
+            connection.request("POST", f"{base}/appeal", json.dumps({"assignment": assignment, "test": test,
+                                                                     "reason": reason or ""}),
                                {"Content-Type": "application/json", **headers})
         response = connection.getresponse()
         answer = json.loads(response.read(64 * 1024) or b"{}")
@@ -151,12 +157,12 @@ class RegradeHandler(JupyterHandler):
         assignments = assignments_in(root)
         if assignment not in assignments:
             assignment = assignments[0] if assignments else ""
-        port = service_port()
         try:
-            status, answer = send(port, None)
+            url = service_address()
+            status, answer = send(url, None)
             requests, unreachable = (answer.get("appeals", []) if status == 200 else []), ""
-        except (OSError, ValueError):
-            requests, unreachable = [], f"The grading service does not answer (port {port}); your requests are listed here once it does."
+        except (OSError, ValueError) as error:
+            requests, unreachable = [], f"The grading service does not answer ({_why(error)}); your requests are listed here once it does."
         self.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                                    "frame-ancestors 'self'")
         self.finish(page(xsrf=self.xsrf_form_html(), assignments=assignments, assignment=assignment,
@@ -178,13 +184,19 @@ class RegradeHandler(JupyterHandler):
         if len(reason) > MAX_REASON:
             return self._show(assignment, test, f"Your reason is {len(reason):,} characters long; shorten it to at "
                                                 f"most {MAX_REASON:,}.", refused=True)
-        port = service_port()
         try:
-            status, answer = send(port, assignment, test, reason)
-        except (OSError, ValueError):
-            return self._show(assignment, test, f"The grading service does not answer (port {port}), so nothing "
+            status, answer = send(service_address(), assignment, test, reason)
+        except (OSError, ValueError) as error:
+            return self._show(assignment, test, f"The grading service does not answer ({_why(error)}), so nothing "
                                                 "was sent; try again later.", refused=True)
         if status == 200:
             return self._show(assignment, "", str(answer.get("said", "Your request is recorded.")))
         return self._show(assignment, test, f"Not recorded: {answer.get('error', f'the service answered {status}')}",
                           refused=True)
+
+
+def _why(error: Exception) -> str:
+    """Why the service did not answer, in a few words a learner can pass on (never a traceback)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return "its certificate is not the site's: tell your instructor"
+    return f"{URL_VARIABLE}: {error}" if isinstance(error, ValueError) else f"{type(error).__name__}"

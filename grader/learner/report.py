@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,6 +25,8 @@ MIME_TYPE = "application/vnd.jax-course.record+json"
 DEFAULT_PORT = 47080  # python -m grader serve --port (grader/service/app.py)
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}/"
 URL_VARIABLE = "COURSE_GRADING_URL"
+#: The CA file an https ``COURSE_GRADING_URL`` is verified with (the site's; default: the system's CAs).
+CA_VARIABLE = "COURSE_GRADING_CA"
 TIMEOUT_S = 60.0
 MAX_ANSWER_BYTES = 1024 * 1024
 MAX_MESSAGE_CHARS = 2000
@@ -129,6 +132,14 @@ def service_url() -> str:
     return url
 
 
+def tls_context(url: str) -> ssl.SSLContext | None:
+    """How an https service URL is verified: against ``COURSE_GRADING_CA`` (the hub sets it to the site's CA), else
+    the system's CAs; the host name always checked. None for http (loopback only: ``service_url``)."""
+    if urllib.parse.urlsplit(url).scheme != "https":
+        return None
+    return ssl.create_default_context(cafile=os.environ.get(CA_VARIABLE, "").strip() or None)
+
+
 def is_loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
@@ -146,9 +157,11 @@ def ask(assignment: str, tests: list[dict]) -> tuple[dict | None, str]:
         return None, str(refused)
     body = json.dumps({"assignment": assignment, "tests": [
         {"grade_id": t["grade_id"], "records": t["records"], "error": t["error"]} for t in tests]}).encode()
-    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    token = os.environ.get("COURSE_GRADING_TOKEN", "").strip()  # the hub's, naming this server's user (regrade.py)
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", **({"Authorization": f"token {token}"} if token else {})})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=tls_context(url)) as response:
             answer = json.loads(response.read(MAX_ANSWER_BYTES + 1)[:MAX_ANSWER_BYTES])
     except urllib.error.HTTPError as refused:
         return None, f"it refused the request ({refused.code})"

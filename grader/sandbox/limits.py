@@ -33,3 +33,20 @@ def apply_limits(limits: Limits) -> None:
         (resource.RLIMIT_CORE, 0),
     ]:
         resource.setrlimit(which, (value, value))
+
+
+def from_arguments(args) -> Limits:
+    """The limits a command's ``add_arguments`` options give."""
+    return Limits(memory_mb=args.memory_mb, cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                  max_output_bytes=args.max_output_bytes, max_processes=args.max_processes)
+
+
+def add_arguments(parser, defaults: Limits) -> None:
+    """A grading command's options for the limits (and the devices a kernel has)."""
+    parser.add_argument("--num-devices", type=int, default=4)
+    parser.add_argument("--platform", default="cpu")
+    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_timeout_s)
+    parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_timeout_s)
+    parser.add_argument("--memory-mb", type=int, default=defaults.memory_mb)
+    parser.add_argument("--max-output-bytes", type=int, default=defaults.max_output_bytes)
+    parser.add_argument("--max-processes", type=int, default=defaults.max_processes)

@@ -61,10 +61,13 @@ class Options:
     check_owner: bool = True  # a submission counts for the student whose Unix account owns its folder
     cluster: object = None  # a Dask client, or a callable making one: grading on its workers (pool.ClusterPool)
     lms: object = None  # the LMS file (a path; grader.lms.config.load reads it): totals passed back as they change
+    host: str = "127.0.0.1"  # the address ``port`` listens on: learners' servers on other hosts reach it there
+    tls: object = None  # an ssl.SSLContext: the port over HTTPS (grader.service.commands.listening_tls)
 
 
 class Service:
     def __init__(self, course: Course, options: Options, settings: Settings):
+        import nbgrader.api  # noqa: F401 - before any thread does: two at once left one a half-imported module
         if isinstance(options.lms, (str, Path)):  # read once, before anything starts: a bad file stops it, saying why
             from grader.lms.config import load
 
@@ -420,11 +423,11 @@ def serve(course: Course, options: Options, settings: Settings, *, once: bool = 
         return 2
     server = None
     if options.port is not None and not once:
-        server = Server(("127.0.0.1", options.port), handler(service))
+        server = Server((options.host, options.port), handler(service), tls=options.tls)
         threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
     print(f"serve: watching {exchange.course_dir(options.exchange, options.course_id) / 'inbound'}; "
-          f"{options.policy.describe()}; {options.workers} warm kernel(s)"
-          + (f"; Validate's diagnoses on http://127.0.0.1:{options.port}/validate" if server else ""),
+          f"{options.policy.describe()}; {options.workers} warm kernel(s)" + (f"; Validate's diagnoses on "
+          f"{'https' if options.tls else 'http'}://{options.host}:{options.port}/validate" if server else ""),
           file=sys.stderr, flush=True)
     delivered_at = 0.0
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a hub's or kill's stop, as Ctrl-C does

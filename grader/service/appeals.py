@@ -275,7 +275,7 @@ def deliver(out: Path, exchange_root: Path, course_id: str) -> int:
 
 # -- the two commands: the learner's ``appeal`` and the instructor's ``appeals`` --------------------------------------
 
-def ask_command(port: int, assignment: str | None, test: str | None, reason: str | None) -> int:
+def ask_command(url: str, assignment: str | None, test: str | None, reason: str | None) -> int:
     """``python -m grader appeal ASSIGNMENT TEST --reason TEXT`` (or ``--list``, all three None), from the learner's
     own account: the service records it in that account's name (the same request as the learner's page,
     ``grader.learner.regrade``)."""
@@ -284,9 +284,9 @@ def ask_command(port: int, assignment: str | None, test: str | None, reason: str
     from grader.learner.regrade import send
 
     try:
-        status, answer = send(port, assignment, test, reason)
+        status, answer = send(url, assignment, test, reason)
     except (OSError, ValueError) as error:
-        print(f"appeal: the grading service does not answer on port {port} ({error}); is it running?",
+        print(f"appeal: the grading service does not answer at {url} ({error}); is it running?",
               file=sys.stderr)
         return 2
     if status != 200:
@@ -356,10 +356,14 @@ def add_commands(sub, default_port: int) -> None:
         if args.list == bool(args.assignment and args.test and args.reason):
             print("appeal: give ASSIGNMENT TEST --reason TEXT, or --list", file=sys.stderr)
             return 2
-        from grader.learner.regrade import service_port
+        from grader.learner.regrade import service_address
 
-        port = args.port or service_port(default_port)
-        return ask_command(port, *((None,) * 3 if args.list else (args.assignment, args.test, args.reason)))
+        try:
+            url = f"http://127.0.0.1:{args.port}/" if args.port else service_address(default_port)
+        except ValueError as error:
+            print(f"appeal: {error}", file=sys.stderr)
+            return 2
+        return ask_command(url, *((None,) * 3 if args.list else (args.assignment, args.test, args.reason)))
 
     def cmd_appeals(args) -> int:
         from grader.nbgrader_adapter.manual_grades import default_db
@@ -375,8 +379,8 @@ def add_commands(sub, default_port: int) -> None:
     appeal.add_argument("test", nargs="?", help="the test's id, as on the feedback page (test-update)")
     appeal.add_argument("--reason", help="why you think the test is wrong (at most 2,000 characters)")
     appeal.add_argument("--list", action="store_true", help="your requests and their answers")
-    appeal.add_argument("--port", type=int, help="the grading service's loopback port (default: the port of "
-                                                  "COURSE_GRADING_URL, which the hub sets, else the course's)")
+    appeal.add_argument("--port", type=int, help="the grading service's port on this machine's loopback (default: "
+                                                  "COURSE_GRADING_URL, which the hub sets, else the course's port here)")
     appeal.set_defaults(run=cmd_appeal)
 
     appeals = sub.add_parser("appeals", help="(instructor) the open regrade requests; answer ID kept|changed|fixed")

@@ -58,13 +58,13 @@ def established_uid(connection) -> int | None:
 
 
 def accepted(connection) -> int | str:
-    """The connection's key, read once as it is accepted: the peer's uid, ``host ADDRESS`` for a peer on another
-    host, or ``UNKNOWN``. Connection caps are counted per key; a route asks ``account`` with it."""
+    """The connection's key, read once as it is accepted: the peer's uid (a peer on this host, over loopback or to
+    the service's site address), ``host ADDRESS`` for a peer on another host, or ``UNKNOWN``. Connection caps are counted per key; a route asks ``account`` with it."""
     try:
-        host = connection.getpeername()[0]
+        host, here = connection.getpeername()[0], connection.getsockname()[0]
     except (OSError, IndexError):
         return UNKNOWN
-    if not _is_loopback(host):
+    if not _is_loopback(host) and host != here:  # another host (on this one, a peer's address is the service's own)
         return f"host {host}"
     uid = established_uid(connection)
     return UNKNOWN if uid is None else uid

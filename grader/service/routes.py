@@ -37,8 +37,9 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address, handler):
+    def __init__(self, address, handler, tls=None):
         super().__init__(address, handler)
+        self.tls = tls  # an ssl.SSLContext: each connection's handshake in its own thread, under its deadline
         self.slots = threading.BoundedSemaphore(CONNECTIONS_AT_ONCE)
         self.accounts: dict[int | str, int] = {}  # open connections per connection key (identity.accepted)
         self.owners: dict[int, int | str] = {}  # id(connection): its key, read once as it was accepted
@@ -67,11 +68,23 @@ class Server(ThreadingHTTPServer):
                 del self.accounts[account]
             self.slots.release()
 
+    def get_request(self):
+        connection, address = super().get_request()
+        if self.tls is not None:  # wrapped, not shaken hands: a client that stalls the handshake stalls only its thread
+            connection = self.tls.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+        return connection, address
+
     def process_request_thread(self, request, client_address):
         cut = threading.Timer(REQUEST_DEADLINE_S, _cut, args=(request,))
         cut.daemon = True
         cut.start()
         try:
+            if self.tls is not None:
+                try:
+                    request.do_handshake()
+                except (OSError, ValueError):  # not TLS, a bad certificate, cut off at the deadline: not news
+                    self.shutdown_request(request)
+                    return
             super().process_request_thread(request, client_address)
         finally:
             cut.cancel()
