@@ -29,6 +29,7 @@ class Session:
     server_start: float | None = None
     cells: list[float] = field(default_factory=list)
     validate: float | None = None
+    validated: str = ""  # Validate's answer (its dialog's JSON)
     feedback: float | None = None
     reconnects: int = 0  # websockets the server closed under load, opened again as JupyterLab does
     memory_mb: float | None = None
@@ -55,9 +56,9 @@ def run(url: str, name: str, password: str, assignment: str, solved: Path, lesso
         session.cells = _run_cells(http, url, name, solved, session)
         lesson_done(name)
         began = time.monotonic()
-        _ok(http.post(f"{server}/assignments/validate", data={"path": f"{assignment}/{assignment}.ipynb"}),
-            "validate")
-        session.validate = time.monotonic() - began
+        validated = http.post(f"{server}/assignments/validate", data={"path": f"{assignment}/{assignment}.ipynb"})
+        _ok(validated, "validate")
+        session.validate, session.validated = time.monotonic() - began, validated.text[:4000]
         began = time.monotonic()
         _ok(http.post(f"{server}/assignments/submit", data=form), "submit")
 
@@ -95,11 +96,13 @@ def _run_cells(http: requests.Session, url: str, name: str, notebook: Path, sess
     slow to answer its first request under a start-up burst), it is opened again, as JupyterLab does, and the cell
     sent again, at most twice per cell; the cell's time includes the wait."""
     kernel = http.post(f"{url}/user/{name}/api/kernels", json={"name": "python3"}).json()["id"]
-    socket_url = url.replace("http://", "ws://") + f"/user/{name}/api/kernels/{kernel}/channels"
+    socket_url = url.replace("https://", "wss://").replace("http://", "ws://") + \
+        f"/user/{name}/api/kernels/{kernel}/channels"
+    verify = http.verify if isinstance(http.verify, str) else os.environ.get("REQUESTS_CA_BUNDLE")  # the site's CA
 
     def connect():
         return websocket.create_connection(socket_url, header=[f"Authorization: {http.headers['Authorization']}"],
-                                           timeout=600)
+                                           timeout=600, sslopt={"ca_certs": verify} if verify else None)
 
     ws, took = connect(), []
     try:

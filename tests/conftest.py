@@ -185,13 +185,14 @@ def course() -> Course:
 
 @pytest.fixture(scope="session")
 def slurm():
-    """The one-machine Slurm (``python -m grader slurm up``: a controller, two nodes, Debian's slurm-wlm installed
-    when missing), shared by the hub unit's files on their worker; stopped, jobs cancelled, when the session ends."""
+    """The one-machine Slurm (``python -m grader slurm up --separate-hosts``: a controller, two nodes that are hosts of
+    their own, each in its own network namespace, Debian's slurm-wlm installed when missing), shared by the hub
+    unit's files on their worker; stopped, jobs cancelled, namespaces removed, when the session ends."""
     from grader.slurm.local import LocalSlurm  # noqa: PLC0415
 
     if os.geteuid() != 0:
         pytest.skip("Slurm's daemons and jobs under the learners' accounts need root")
-    cluster = LocalSlurm()
+    cluster = LocalSlurm(separate_hosts=True)
     cluster.up(say=lambda line: None)
     try:
         yield cluster

@@ -38,19 +38,15 @@ ONLY = ["sharded_step"]
 
 @pytest.fixture(scope="module")
 def site(slurm):
-    """The one-machine Slurm with nodes that are hosts of their own, for this file; the loopback layout again after
-    it (the hub's tests that share the cluster run their servers on it). A folder every node shares, as a site's."""
-    from grader.slurm.local import LocalSlurm
-
-    separate = LocalSlurm(separate_hosts=True)
-    separate.up(say=lambda line: None)
-    shared = separate.state / "shared" / uuid.uuid4().hex
+    """The session's one-machine Slurm, whose nodes are hosts of their own, and a folder every node shares, as a
+    site's."""
+    assert slurm.separate_hosts
+    shared = slurm.state / "shared" / uuid.uuid4().hex
     shared.mkdir(parents=True)
     try:
-        yield separate, shared
+        yield slurm, shared
     finally:
         shutil.rmtree(shared, ignore_errors=True)
-        slurm.up(say=lambda line: None)
 
 
 def _listener(address: str) -> tuple[socket.socket, int]:

@@ -110,7 +110,7 @@ def start_hub(srv: Path, log_path: Path, *options: str) -> tuple[subprocess.Pope
     except BaseException:
         _stop(hub, signal.SIGINT, 60)
         raise
-    return hub, f"http://127.0.0.1:{port}", service_port
+    return hub, f"{'https' if '--ssl-cert' in options else 'http'}://127.0.0.1:{port}", service_port
 
 
 def hub_prerequisites() -> None:
@@ -443,7 +443,8 @@ def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
                 "venv": "/v", "course": "/c", "exchange": "/e", "course_id": "x", "state": "/s", "learner_config": "/l",
                 "proxy": "/p", "instructor": "i", "groups": {"learners": "a", "graders": "b", "instructors": "c"},
                 "spawner": args.spawner, "cull_idle": args.cull_idle, "slurm": _slurm_settings(args),
-                "grading_jobs": args.grading_jobs, "lms": str(args.lms) if args.lms else None}
+                "grading_jobs": args.grading_jobs, "lms": str(args.lms) if args.lms else None,
+                "site_address": args.site_address}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSE_HUB_SETTINGS", str(tmp_path / "settings.json"))
     config = Config()
@@ -472,6 +473,26 @@ def test_the_hubs_configuration_follows_its_options(tmp_path, monkeypatch):
     assert slurm.JupyterHub.services[0]["command"][-8:] == ["--slurm-workers", "2", "--tls-dir", "/s/grading-tls",
                                                             "--slurm-partition", "course", "--scheduler-host",
                                                             "10.0.0.5"]
+
+
+def test_every_address_between_hosts_follows_the_site_address(tmp_path, monkeypatch):
+    """``hub --site-address``: what servers on other hosts reach (the hub's API, the grading service over HTTPS with
+    the course's CA, the grading jobs' scheduler) is on the site's address, and nothing on loopback is handed to
+    them; without it, everything stays on this machine's loopback, over plain http."""
+    here = _configured(tmp_path, monkeypatch, ["--spawner", "slurm", "--grading-jobs", "1"])
+    assert here.JupyterHub.hub_bind_url == "http://127.0.0.1:2"
+    assert here.Spawner.environment["COURSE_GRADING_URL"] == "http://127.0.0.1:4/"
+    assert "COURSE_GRADING_CA" not in here.Spawner.environment and "--host" not in here.JupyterHub.services[0]["command"]
+    assert here.JupyterHub.services[0]["command"][-1] == "127.0.0.1"  # the scheduler
+    site = _configured(tmp_path, monkeypatch, ["--spawner", "slurm", "--grading-jobs", "1", "--site-address", "10.0.0.9"])
+    assert site.JupyterHub.hub_bind_url == "http://10.0.0.9:2"
+    assert site.Spawner.environment["COURSE_GRADING_URL"] == "https://10.0.0.9:4/"
+    assert site.Spawner.environment["COURSE_GRADING_CA"] == "/site-ca.pem"  # beside the state folder (/s)
+    command = site.JupyterHub.services[0]["command"]
+    assert command[command.index("--host"):command.index("--host") + 6] == [
+        "--host", "10.0.0.9", "--tls-cert", "/s/site-tls/cluster.pem", "--tls-key", "/s/site-tls/cluster-key.pem"]
+    assert command[-1] == "10.0.0.9"  # the grading jobs' scheduler, where the nodes reach it
+    assert not [value for value in site.Spawner.environment.values() if "127.0.0.1" in value]
 
 
 def test_each_server_gets_a_token_that_only_names_its_user_for_the_grading_service(tmp_path, monkeypatch):

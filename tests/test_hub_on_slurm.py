@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 import test_hub
+from grader.slurm import hosts
 from test_browser import ROOT, _setup_browser
 from test_hub import (VENV_BIN, _as_instructor, _fresh_learner, _step, _stop, hub_prerequisites, start_hub,
                       stop_leaves_nothing)
@@ -44,14 +45,41 @@ CULL_IDLE = 60  # seconds: the hub's --cull-idle (kernels at half of it)
 pytestmark = pytest.mark.slow
 
 
+def _site_certificate(folder: Path) -> tuple[Path, Path, Path, str]:
+    """The site's certificate for the hub's public address (127.0.0.1 here), from a CA of the test's own: (the chain
+    the proxy serves, its key, the CA, the CA's key's SHA-256 as Chromium pins it)."""
+    import base64
+    import hashlib
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from grader.classroom.certs import make_certificates
+
+    made = make_certificates(folder, ["127.0.0.1", "localhost"], force=True)
+    chain = folder / "site-chain.pem"
+    chain.write_bytes(made.cluster_cert.read_bytes() + made.ca.read_bytes())
+    key = x509.load_pem_x509_certificate(made.ca.read_bytes()).public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return chain, made.cluster_key, made.ca, base64.b64encode(hashlib.sha256(key).digest()).decode()
+
+
 @pytest.fixture(scope="module")
-def hub(slurm):
+def hub(slurm, tmp_path_factory):
     hub_prerequisites()
     requests = pytest.importorskip("requests")
     pytest.importorskip("websocket")
     log_path = ARTIFACTS / "hub.log"
+    chain, key, ca, pin = _site_certificate(tmp_path_factory.mktemp("site-tls"))
+    # every client of the test trusts the site's CA, as a site's browsers and machines do: requests, websockets,
+    # Node's fetch and Chromium (which trusts that CA alone besides the system's: tests/browser/common.mjs)
+    trusted = {"REQUESTS_CA_BUNDLE": str(ca), "NODE_EXTRA_CA_CERTS": str(ca), "CHROMIUM_TRUSTED_SPKI": pin}
+    saved = {name: os.environ.get(name) for name in trusted}
+    os.environ.update(trusted)
     process, url, service_port = start_hub(SRV, log_path, "--workers", "1", "--spawner", "slurm", "--cull-idle",
-                                           str(CULL_IDLE), "--grading-jobs", "1")
+                                           str(CULL_IDLE), "--grading-jobs", "1", "--site-address", hosts.HEAD,
+                                           "--ssl-cert", str(chain), "--ssl-key", str(key))
+    assert url.startswith("https://")
     try:
         passwords = {}
         for line in (SRV / "hub" / "passwords.txt").read_text().splitlines():
@@ -61,12 +89,15 @@ def hub(slurm):
         yield Hub(url, passwords, requests, service_port, process, log_path)
     finally:
         _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
 
 
 class Hub:
     def __init__(self, url: str, passwords: dict[str, str], requests, service_port: int, process, log_path: Path):
         self.url, self.passwords, self.requests, self.service_port = url, passwords, requests, service_port
         self.process, self.log_path = process, log_path
+        self.tokens: dict[str, str] = {}
 
     def login(self, user: str) -> str:
         """Log in through the hub's login page (PAM), start the user's server, return an API token of theirs."""
@@ -98,8 +129,9 @@ class Hub:
     def channels(self, user: str, token: str, kernel: str):
         import websocket
 
-        ws_url = self.url.replace("http://", "ws://") + f"/user/{user}/api/kernels/{kernel}/channels"
-        return websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=60)
+        ws_url = self.url.replace("https://", "wss://") + f"/user/{user}/api/kernels/{kernel}/channels"
+        return websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=60,
+                                           sslopt={"ca_certs": os.environ["REQUESTS_CA_BUNDLE"]})
 
 
 def _request(ws, user: str, channel: str, msg_type: str, content: dict, reply: str, timeout: float) -> dict | None:
@@ -215,7 +247,24 @@ def _owned_by(user: str, word: str) -> list[int]:
     return found
 
 
+def _proxy_target(hub: "Hub", user: str) -> str:
+    """Where the hub's proxy sends ``user``'s server's requests (the hub's record of the server's URL)."""
+    token = hub.login("instructor") if "instructor" not in hub.tokens else hub.tokens["instructor"]
+    hub.tokens["instructor"] = token
+    answer = hub.requests.get(f"{hub.url}/hub/api/proxy", headers={"Authorization": f"token {token}"})
+    assert answer.status_code == 200, answer.text
+    return next(route["target"] for path, route in answer.json().items() if path.startswith(f"/user/{user}/"))
+
+
 def test_a_class_on_slurm_in_the_browser(hub, slurm):
+    import certifi
+
+    # the login page is HTTPS with the site's certificate: a client that does not trust the site's CA refuses it,
+    # and nothing answers in clear on the hub's port
+    with pytest.raises(hub.requests.exceptions.SSLError):
+        hub.requests.get(f"{hub.url}/hub/login", verify=certifi.where(), timeout=30)
+    with pytest.raises(hub.requests.exceptions.ConnectionError):
+        hub.requests.get(hub.url.replace("https://", "http://") + "/hub/login", timeout=30)
     _setup_browser()
     course = SRV / "course"
     for name in CLASS:
@@ -239,9 +288,12 @@ def test_a_class_on_slurm_in_the_browser(hub, slurm):
         for pid in servers:
             assert f"/job_{job}/" in Path(f"/proc/{pid}/cgroup").read_text(), (name, job, pid)
         placed[name] = node
-    # Slurm spreads the jobs (least-loaded node first): with the service's grading job, they use both nodes, and a
-    # server on the second is reached at its address, 127.0.0.2
+    # Slurm spreads the jobs (least-loaded node first): with the service's grading job, they use both nodes, each a
+    # host of its own that reaches the head only at its site address; the hub reaches each server at its node's
     assert set(placed.values()) | {_jobs()["root"][1]} == set(slurm.nodes), (placed, _jobs())
+    addresses = {h.name: h.address for h in hosts.hosts()}
+    for name, node in placed.items():
+        assert f"{addresses[node]}:" in _proxy_target(hub, name), (name, node)
 
     pages = {name: _step(hub.url, fixture_path, "feedback", name, hub.log_path) for name in CLASS}
     for name, other in others.items():
@@ -252,6 +304,14 @@ def test_a_class_on_slurm_in_the_browser(hub, slurm):
         checked = json.loads(pages[name]["probe"].strip().splitlines()[-1][len("PROBE "):])
         assert checked["uid"] == checked["euid"] == pwd.getpwnam(name).pw_uid  # the kernel runs as the learner
         assert len(checked["checks"]) == 10 and set(checked["checks"].values()) == {"PermissionError"}, checked
+    # a regrade request from a node's server, over HTTPS to the service on the head's site address, in its name
+    first = CLASS[0]
+    fixture["appeal"] = {first: {"test": "test-update", "reason": "my update is right"}}
+    fixture_path.write_text(json.dumps(fixture))
+    asked = _step(hub.url, fixture_path, "appeal", first, hub.log_path)
+    assert "Your request about test-update is recorded" in asked["said"], asked
+    listed = _as_instructor(str(VENV_BIN / "python"), "-m", "grader", "appeals", course=course)
+    assert first in listed and "test-update" in listed and "my update is right" in listed, listed
     log = hub.log_path.read_text()
     assert all(f"serve: {name}/{ASSIGNMENT}: graded" in log for name in CLASS)
     assert "root" in _jobs(), _jobs()  # graded on the service's Dask worker, a Slurm job of root's
@@ -361,16 +421,17 @@ import socket, sys, time
 held = []
 for _ in range(int(sys.argv[2])):
     try:
-        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5))
+        held.append(socket.create_connection((sys.argv[3], int(sys.argv[1])), timeout=5))
     except OSError:
         pass
 print("HELD", len(held), flush=True)
 time.sleep(30)
 """
 STATUS = """
-import sys, urllib.request
+import ssl, sys, urllib.request
 try:
-    with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/status", timeout=5) as answer:
+    context = ssl.create_default_context(cafile=sys.argv[3])
+    with urllib.request.urlopen(f"https://{sys.argv[2]}:{sys.argv[1]}/status", timeout=5, context=context) as answer:
         print("STATUS", answer.status)
 except Exception as error:
     print("STATUS", type(error).__name__)
@@ -378,18 +439,19 @@ except Exception as error:
 
 
 def test_one_learner_cannot_shut_the_others_out_of_validate(hub):
-    """The grading service's loopback port (Validate's diagnoses, /status) closes connections beyond 32 open at once.
+    """The grading service's port (Validate's diagnoses, /status; here on the head's site address, over TLS) closes
+    connections beyond 32 open at once.
     A learner who opens 40 and sends nothing (reconnecting as the service cuts them) leaves every other learner
     none: ada's request is closed unanswered."""
     from grader.service import routes
 
     attacker = subprocess.Popen(["runuser", "-u", "blake", "--", str(VENV_BIN / "python"), "-c", HOLD,
-                                 str(hub.service_port), str(routes.CONNECTIONS_AT_ONCE + 8)],
+                                 str(hub.service_port), str(routes.CONNECTIONS_AT_ONCE + 8), hosts.HEAD],
                                 cwd="/", stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         line = attacker.stdout.readline()
         assert line.startswith("HELD"), line
-        answer = _as("ada", STATUS, str(hub.service_port), timeout=30).stdout
+        answer = _as("ada", STATUS, str(hub.service_port), hosts.HEAD, str(SRV / "site-ca.pem"), timeout=30).stdout
         assert "STATUS 200" in answer, f"blake's idle connections shut ada out of the grading service: {answer}"
     finally:
         os.killpg(attacker.pid, 9)
@@ -410,6 +472,7 @@ def test_the_load_benchmarks_learner_session_runs_on_the_slurm_hub(hub):
     assert session.failed is None, session.failed
     cells = [c for c in json.loads(solved.read_text())["cells"] if c["cell_type"] == "code"]
     assert len(session.cells) == len(cells) and session.validate and session.feedback and measured["ada"] > 50
+    assert session.validated and "need the course's grading service" not in session.validated, session.validated
     deadline = time.monotonic() + 60
     while "ada" in _jobs() and time.monotonic() < deadline:  # scancel's job ends within seconds
         time.sleep(0.5)

@@ -262,6 +262,10 @@ class ClusterRun:
             future.release()
 
 
+NODE_ADDRESS = ('COURSE_NODE_ADDR=$(scontrol -o show node "$SLURMD_NODENAME" | sed -n \'s/.* NodeAddr=\\([^ ]*\\).*/\\1/p\')'
+                '; COURSE_NODE_ADDR=${COURSE_NODE_ADDR:-$(hostname)}')
+
+
 def slurm_client(jobs: int, tls: Path, *, host: str = "127.0.0.1", memory: str = "4GiB", queue: str | None = None):
     """A Dask client on ``jobs`` Slurm jobs: dask-jobqueue's ``SLURMCluster`` with the documented recipe's arguments
     (docs/how-to/grade-on-a-cluster.md), this Python on the nodes, the course's certificates in ``tls`` (mutual TLS),
@@ -271,10 +275,14 @@ def slurm_client(jobs: int, tls: Path, *, host: str = "127.0.0.1", memory: str =
     from distributed import Client
 
     loopback = host.startswith("127.")
+    # each worker listens on its node's address as Slurm knows it (NodeAddr, as the learners' servers do:
+    # grader.slurm.spawner), where the scheduler reaches it; dask's own guess routes to 8.8.8.8, which a compute
+    # node often cannot, and it then falls back to 127.0.0.1, where no scheduler on another host can gather from it
     cluster = SLURMCluster(cores=3, processes=1, job_cpu=2, memory=memory, walltime="24:00:00", queue=queue,
                            python=sys.executable, protocol="tls://", security=deployment_security(tls),
                            scheduler_options={"host": host, "dashboard_address": None},
-                           worker_extra_args=["--host", host] if loopback else [],
+                           job_script_prologue=[] if loopback else [NODE_ADDRESS],
+                           worker_extra_args=["--host", host] if loopback else ["--host", '"$COURSE_NODE_ADDR"'],
                            job_name="course-grading", log_directory=str(Path(tls).parent / "grading-jobs"))
     cluster.scale(jobs=jobs)
     return Client(cluster, security=cluster.security)

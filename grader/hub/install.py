@@ -320,14 +320,16 @@ def free_port() -> int:
 
 def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_port: int, workers: int | None,
                    instructor: str, spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None,
-                   grading_jobs: int = 0, lms: Path | None = None, lti: Path | None = None) -> None:
+                   grading_jobs: int = 0, lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
+                   public_tls: tuple[Path, Path] | None = None) -> None:
     proxy = checkout / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
     settings = {"ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
                 "service_port": service_port, "workers": workers, "venv": str(paths.venv), "course": str(paths.course),
                 "exchange": str(paths.exchange), "course_id": COURSE_ID, "state": str(paths.state),
                 "learner_config": str(paths.learner_config), "proxy": str(proxy), "instructor": instructor,
                 "spawner": spawner, "cull_idle": cull_idle, "slurm": slurm or {}, "grading_jobs": grading_jobs,
-                "lms": str(lms.resolve()) if lms else None,
+                "lms": str(lms.resolve()) if lms else None, "site_address": site_address,
+                "public_tls": [str(path) for path in public_tls] if public_tls else None,
                 "groups": {"learners": accounts.LEARNERS, "graders": accounts.GRADERS,
                            "instructors": accounts.INSTRUCTORS}}
     settings["lti"] = str(lti.resolve()) if lti else None  # hub --lti: LMS launches (grader.hub.lti)
@@ -344,6 +346,26 @@ def grading_certificates(paths: Paths) -> Path:
     folder = paths.state / "grading-tls"
     if not (folder / "ca.pem").exists():
         make_certificates(folder)
+    return folder
+
+
+def site_certificates(paths: Paths, address: str) -> Path:
+    """The TLS of what crosses the site's network to the head (``hub --site-address``): a CA of the course's and a
+    certificate for ``address``, made once, in the hub's root-only state folder; the CA's certificate published
+    world-readable (``site-ca.pem`` beside the course), which learners' servers verify the grading service with
+    (``COURSE_GRADING_CA``). Made again when the address changes."""
+    import socket
+
+    from grader.classroom.certs import Deployment, make_certificates
+
+    folder = paths.state / "site-tls"
+    marker = folder / "address"
+    if not (folder / "ca.pem").exists() or not marker.is_file() or marker.read_text() != address:
+        make_certificates(folder, [address, socket.gethostname()], days=400, force=True)
+        marker.write_text(address)
+    published = paths.srv / "site-ca.pem"
+    published.write_bytes(Deployment(folder).ca.read_bytes())
+    os.chmod(published, 0o644)
     return folder
 
 

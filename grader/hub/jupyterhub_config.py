@@ -29,8 +29,12 @@ with open(os.environ["COURSE_HUB_SETTINGS"], encoding="utf-8") as handle:
 state, venv, course = s["state"], s["venv"], s["course"]
 bin_path = f"{venv}/bin:/usr/bin:/bin"
 
-c.JupyterHub.bind_url = f"http://{s['ip']}:{s['port']}"
-c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{s['hub_port']}"
+if s.get("public_tls"):  # hub --ssl-cert/--ssl-key: learners open https:// (the proxy serves the site's certificate)
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = s["public_tls"]
+c.JupyterHub.bind_url = f"{'https' if s.get('public_tls') else 'http'}://{s['ip']}:{s['port']}"
+site = s.get("site_address") or "127.0.0.1"  # where servers on other hosts reach this one (hub --site-address)
+remote = not site.startswith("127.")
+c.JupyterHub.hub_bind_url = f"http://{site}:{s['hub_port']}"  # the hub's API, which every server calls
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [s["proxy"]]
 c.ConfigurableHTTPProxy.pid_file = os.path.join(state, "jupyterhub-proxy.pid")
@@ -65,12 +69,12 @@ c.Spawner.start_timeout = 180  # JupyterLab and nbgrader's extensions on a busy 
 c.Spawner.http_timeout = 180
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-# Learners: no course root, no checkout; Validate asks the grading service on loopback.
-c.Spawner.environment = {
-    "JUPYTER_CONFIG_PATH": s["learner_config"],
-    "COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/",
-    "PATH": bin_path,
-}
+# Learners: no course root, no checkout; Validate asks the grading service: on this machine over loopback, from
+# another host over HTTPS verified with the course's CA (grader.hub.install.site_certificates).
+grading = {"COURSE_GRADING_URL": f"https://{site}:{s['service_port']}/",
+           "COURSE_GRADING_CA": os.path.join(os.path.dirname(state), "site-ca.pem")} if remote else \
+          {"COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/"}
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": s["learner_config"], **grading, "PATH": bin_path}
 
 
 def _is_staff(name: str) -> bool:
@@ -107,7 +111,7 @@ def _pre_spawn(spawner) -> None:
             **spawner.environment,
             "JUPYTER_CONFIG_PATH": f"{course}/lab/hub:{course}/lab/instructor",
             "COURSE_ROOT": course,
-            "COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/",
+            **grading,
             "PATH": bin_path,
         }
 
@@ -116,6 +120,9 @@ c.Spawner.pre_spawn_hook = _pre_spawn
 
 serve = [f"{venv}/bin/python", "-m", "grader", "serve", "--exchange", s["exchange"], "--course-id", s["course_id"],
          "--out", course, "--gradebook", f"sqlite:///{course}/gradebook.db", "--port", str(s["service_port"])]
+if remote:  # the learner-facing port on the site's address, over HTTPS
+    tls = os.path.join(state, "site-tls")
+    serve += ["--host", site, "--tls-cert", f"{tls}/cluster.pem", "--tls-key", f"{tls}/cluster-key.pem"]
 if s.get("workers"):
     serve += ["--workers", str(s["workers"])]
 if s.get("lms"):  # totals passed back to the LMS as they change (grader.lms; docs/how-to/connect-your-lms.md)
@@ -123,7 +130,7 @@ if s.get("lms"):  # totals passed back to the LMS as they change (grader.lms; do
 if s.get("grading_jobs"):  # the kernels on Dask workers in Slurm jobs (grader.classroom.cluster.slurm_client)
     serve += ["--slurm-workers", str(s["grading_jobs"]), "--tls-dir", os.path.join(state, "grading-tls"),
               "--slurm-partition", job.get("partition", "course"),
-              "--scheduler-host", job.get("scheduler_host", "127.0.0.1")]
+              "--scheduler-host", job.get("scheduler_host") or site]
 c.JupyterHub.services = [{
     "name": "grading",
     "command": serve,

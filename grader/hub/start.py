@@ -19,12 +19,14 @@ def checkout_root() -> Path:
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
-            roster: Path | None = None, lms: Path | None = None, lti: Path | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            roster: Path | None = None, lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
+            public_tls: tuple[Path, Path] | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
                          "learner's server as that learner, and the grading service seals kernels")
     paths = paths or Paths()
+    public = _public_url(ip, port, public_tls)
     if spawner == "slurm" or grading_jobs:
         say(f"hub: {slurm_ready()}")
     checkout = checkout_root()
@@ -41,7 +43,7 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
         from grader.lms.keys import KeyProblem
 
         try:
-            for line in announce(lti, f"http://{ip}:{port}"):
+            for line in announce(lti, public):
                 say(f"hub: {line}")
         except (LtiError, KeyProblem) as error:
             raise HubRefused(f"--lti: {error}") from None
@@ -66,7 +68,12 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     install.register_assignments(paths, instructor)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
                            instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm,
-                           grading_jobs=grading_jobs, lms=lms, lti=lti)
+                           grading_jobs=grading_jobs, lms=lms, lti=lti, site_address=site_address,
+                           public_tls=public_tls)
+    if not _loopback(site_address):
+        say(f"hub: learners' servers on other hosts reach the hub's API at http://{site_address} and the grading "
+            f"service at https://{site_address}:{service_port} (the course's CA: "
+            f"{install.site_certificates(paths, site_address).name}, published as {paths.srv / 'site-ca.pem'})")
     if grading_jobs:
         say(f"hub: the grading service grades on {grading_jobs} Dask worker(s) in Slurm jobs, mutual TLS with "
             f"{install.grading_certificates(paths)}")
@@ -77,7 +84,7 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
         "logins (this machine's PAM) or from the LMS: the course gives them no password")
     say(f"hub: learners' servers {'as Slurm jobs (batchspawner)' if spawner == 'slurm' else 'as local processes'}; "
         + (f"idle servers stopped after {cull_idle} s (jupyterhub-idle-culler)" if cull_idle else "no idle culler"))
-    say(f"hub: open http://{ip}:{port}/ and log in; Ctrl-C stops the hub, its proxy, the grading service and "
+    say(f"hub: open {public}/ and log in; Ctrl-C stops the hub, its proxy, the grading service and "
         "every learner's server")
     venv_bin = paths.venv / "bin"
     env = {"PATH": f"{venv_bin}:{checkout / 'hub' / 'node_modules' / '.bin'}:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -86,6 +93,29 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
     config = paths.venv / "lib" / "python3.11" / "site-packages" / "grader" / "hub" / "jupyterhub_config.py"
     argv = [str(venv_bin / "jupyterhub"), "-f", str(config if config.is_file() else CONFIG)]
     return argv, env, paths.state
+
+
+def _public_url(ip: str, port: int, tls: tuple[Path, Path] | None) -> str:
+    """The URL learners open: HTTPS with the site's certificate, or plain http on this machine's loopback only (a
+    password or a notebook never crosses a network in clear; behind a site's TLS front, the hub stays on loopback)."""
+    if tls is None:
+        if not _loopback(ip, "--ip"):
+            raise HubRefused(f"--ip {ip} is reached over the network: give the site's certificate (--ssl-cert FILE "
+                             "--ssl-key FILE), or keep the hub on 127.0.0.1 behind the site's HTTPS front")
+        return f"http://{ip}:{port}"
+    for path in tls:
+        if not path.is_file():
+            raise HubRefused(f"--ssl-cert/--ssl-key: {path} is not a file")
+    return f"https://{ip}:{port}"
+
+
+def _loopback(address: str, option: str = "--site-address") -> bool:
+    import ipaddress
+
+    try:
+        return address == "localhost" or ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        raise HubRefused(f"{option} {address!r} is not an IP address of this machine") from None
 
 
 def enrol(roster_file: Path, paths: Paths, say=print) -> tuple[list[str], Path]:
@@ -125,10 +155,12 @@ def slurm_ready() -> str:
 
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
          cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None,
-         lms: Path | None = None, lti: Path | None = None) -> int:
+         lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
+         public_tls: tuple[Path, Path] | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
-                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms, lti=lti)
+                                 cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms, lti=lti,
+                                 site_address=site_address, public_tls=public_tls)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -146,7 +178,15 @@ def add_commands(sub, service_port: int) -> None:
     hub.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT", "8000")),
                      help="the hub's port (default: $HUB_PORT or 8000)")
     hub.add_argument("--service-port", type=int, default=service_port,
-                     help=f"the grading service's loopback port for Validate (default {service_port})")
+                     help=f"the grading service's port for Validate and regrade requests (default {service_port})")
+    hub.add_argument("--ssl-cert", type=Path, metavar="FILE",
+                     help="the site's certificate for the hub's public address (PEM, its chain after it): learners "
+                          "open https://; with --ssl-key")
+    hub.add_argument("--ssl-key", type=Path, metavar="FILE", help="the private key of --ssl-cert (PEM)")
+    hub.add_argument("--site-address", default="127.0.0.1", metavar="ADDR",
+                     help="this machine's address on the site's network, which learners' servers on other hosts "
+                          "reach: the hub's API, the grading service (over HTTPS, the course's CA) and the grading "
+                          "jobs' scheduler (default 127.0.0.1: every server on this machine)")
     hub.add_argument("--workers", type=int, default=None, help="the grading service's warm kernels (default: cores + 1)")
     hub.add_argument("--spawner", choices=["local", "slurm"], default="local",
                      help="learners' servers as processes on this machine, or as Slurm jobs under their accounts "
@@ -160,8 +200,9 @@ def add_commands(sub, service_port: int) -> None:
     hub.add_argument("--grading-jobs", type=int, default=0, metavar="N",
                      help="the grading service grades on N Dask workers in Slurm jobs (dask-jobqueue, the course's "
                           "mutual TLS) instead of its own warm kernels (default 0: here)")
-    hub.add_argument("--grading-scheduler-host", default="127.0.0.1", metavar="ADDR",
-                     help="with --grading-jobs: this machine's address the compute nodes reach (default 127.0.0.1)")
+    hub.add_argument("--grading-scheduler-host", default=None, metavar="ADDR",
+                     help="with --grading-jobs: this machine's address the compute nodes reach (default: "
+                          "--site-address)")
     hub.add_argument("--roster", type=Path, metavar="FILE",
                      help="the class from the LMS's export (Canvas's Gradebook or Moodle's participants CSV, or the "
                           "course's CSV): accounts made, dropped learners deactivated; default: the demo roster")
@@ -173,7 +214,7 @@ def add_commands(sub, service_port: int) -> None:
                           "(docs/how-to/connect-your-lms.md)")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
                                            args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster,
-                                           args.lms, lti=args.lti))
+                                           args.lms, args.site_address, lti=args.lti, public_tls=_public_tls(args)))
     enrolled = sub.add_parser("roster", help="apply the class's roster again to a hub's accounts (root): new learners "
                                              "added, dropped ones deactivated, nobody's work touched")
     enrolled.add_argument("file", type=Path)
@@ -185,11 +226,17 @@ def add_commands(sub, service_port: int) -> None:
     slurm.set_defaults(run=lambda args: _slurm(args.action, args.separate_hosts))
 
 
+def _public_tls(args) -> tuple[Path, Path] | None:
+    if (args.ssl_cert is None) != (args.ssl_key is None):
+        raise SystemExit("hub: --ssl-cert and --ssl-key go together")
+    return (args.ssl_cert.resolve(), args.ssl_key.resolve()) if args.ssl_cert else None
+
+
 def _slurm_settings(args) -> dict:
     """The hub's Slurm settings (jupyterhub_config.py reads them): each server's job, and where the grading jobs reach
     the service's scheduler."""
     job = {name: getattr(args, f"slurm_{name}") for name in ("partition", "memory", "cpus", "runtime")}
-    return {**job, "scheduler_host": args.grading_scheduler_host}
+    return {**job, "scheduler_host": args.grading_scheduler_host or args.site_address}
 
 
 def _roster(file: Path) -> int:

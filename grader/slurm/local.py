@@ -145,8 +145,8 @@ class LocalSlurm:
             (self.state / "munged.ours").touch()
         if self.separate_hosts:
             hosts.up(hosts.hosts())
-        if "slurmctld" not in running:
-            _run("/usr/sbin/slurmctld")
+        if "slurmctld" not in running:  # -c: no job of an earlier run recovered (`down` cancelled them all)
+            _run("/usr/sbin/slurmctld", "-c")
         for node, host in zip(self.nodes, hosts.hosts()):
             if f"slurmd-{node}" not in running:
                 command = ["/usr/sbin/slurmd", "-N", node]
@@ -198,6 +198,9 @@ class LocalSlurm:
         if not self.conf.exists() or MARK not in self.conf.read_text():
             return []
         subprocess.run(["scancel", "--full", "--partition", PARTITION], capture_output=True, timeout=30)
+        deadline = time.monotonic() + timeout  # the jobs end (their step daemons report to the controller) first
+        while _listed_jobs() and time.monotonic() < deadline:
+            time.sleep(0.2)
         stopped = []
         for name, pid in self.pids().items():
             with contextlib.suppress(ProcessLookupError):
@@ -214,11 +217,35 @@ class LocalSlurm:
                 os.kill(int(Path("/run/munge/munged.pid").read_text().split()[0]), signal.SIGTERM)
                 stopped.append("munged")
             (self.state / "munged.ours").unlink(missing_ok=True)
+        for pid in _step_daemons():  # a job's step daemon that outlived its node's slurmd would hold the job in
+            with contextlib.suppress(ProcessLookupError):  # "completing" through the next `up` (its network gone)
+                os.kill(pid, signal.SIGKILL)
+            stopped.append(f"slurmstepd {pid}")
         hosts.down(hosts.hosts())  # the nodes' namespaces, once their daemons are gone
         if not keep_conf:
             for path in (self.conf, self.conf_dir / "cgroup.conf"):
                 path.unlink(missing_ok=True)
         return stopped
+
+
+def _listed_jobs() -> bool:
+    try:
+        done = subprocess.run(["squeue", "-h", "-p", PARTITION], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def _step_daemons() -> list[int]:
+    """The ``slurmstepd`` processes of this machine (the one-machine cluster's: ``down`` runs only on it)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "slurmstepd":
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
 
 
 def _run(*argv: str) -> None:
