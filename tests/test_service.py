@@ -6,7 +6,10 @@ outside the id rule, another learner's name, FIFOs, oversized notebooks); the wh
 """
 from __future__ import annotations
 
+import contextlib
+import datetime
 import getpass
+import io
 import json
 import os
 import re
@@ -251,9 +254,11 @@ def test_a_submission_is_graded_and_its_feedback_fetched_and_the_limit_holds(tmp
 # --- the same path in a real browser ---------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
+def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path, monkeypatch):
     """Fetch, Submit, refresh, Fetch Feedback in the learner's Assignment List, with the service running: the page
-    has the score and the named mistake and no hidden test; a second Submit over the limit is told so."""
+    has the score and the named mistake and no hidden test; a second Submit over the limit is told so. Before
+    Submit, the list shows each assignment's due date as this learner's own: the class's, the learner's extension
+    (python -m grader extend), or none; submitted after the class's due date within the extension: on time."""
     from test_browser import ARTIFACTS, JUPYTER, _free_port, _run_browser, _setup_browser
     from test_workflow import Server
 
@@ -271,18 +276,42 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path):
                "solutions": {c.metadata["nbgrader"]["grade_id"]: c.source for c in wrong.cells
                              if c.metadata.get("nbgrader", {}).get("solution")},
                "mistake": "4 times the global gradient: the per-device means were summed"}
+    # the instructor's due dates: the class's two hours ago and collectives' in three days (nbgrader's gradebook, as
+    # `nbgrader db assignment add A --duedate=...` writes them), this learner's own until tomorrow (python -m grader
+    # extend, run here), none for the third
+    from nbgrader.api import Gradebook as Book
+
+    from grader import cli
+    from grader.service.accommodations import shown
+
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, second=0, microsecond=0)
+    due, mine, later = (now + datetime.timedelta(hours=h) for h in (-2, 24, 72))
+    for name in ("PATH", "COURSE_ROOT"):  # nbgrader's `alembic`; the course `extend` reads
+        monkeypatch.setenv(name, _env(course)[name])
+    with Book(f"sqlite:///{course.root / 'gradebook.db'}") as book:
+        book.update_or_create_student(getpass.getuser())
+        book.update_or_create_assignment(assignment, duedate=due)
+        book.update_or_create_assignment("collectives", duedate=later)
+    with pytest.raises(SystemExit) as extended, contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["extend", getpass.getuser(), assignment, "--until", f"{mine:%Y-%m-%d %H:%M} UTC", "--why",
+                  "a medical note", "--out", str(course.root)])
+    assert extended.value.code == 0
+    fixture["due"] = {assignment: f"Extended for you until {shown(mine)} (the class's due date: {shown(due)})",
+                      "collectives": f"Due {shown(later)}", "local_mean_diagnosis": "No due date"}
     (tmp_path / "fixture.json").write_text(json.dumps(fixture))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     service_log = (ARTIFACTS / "submit-service.log").open("w")
+    port = _free_port()
     # the service's own temporary folder (its kernels' scratch folders, nothing else), short: a kernel's socket path
     # must stay within the 107 bytes of a Unix socket address
     scratch = Path(tempfile.mkdtemp(prefix="svc-", dir="/tmp"))
     service = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--attempts", "1", "--workers", "1",
-                                "--port", str(_free_port())], cwd=course.root, env={**_env(course), "TMPDIR": str(scratch)},
+                                "--port", str(port)], cwd=course.root, env={**_env(course), "TMPDIR": str(scratch)},
                                stdout=service_log, stderr=subprocess.STDOUT, start_new_session=True)
     learner = None
     try:
-        learner = Server(argv, env, cwd, tmp_path / "learner-home", ARTIFACTS / "submit-learner.log")
+        learner = Server(argv, dict(env, COURSE_GRADING_URL=f"http://127.0.0.1:{port}/"), cwd,
+                         tmp_path / "learner-home", ARTIFACTS / "submit-learner.log")
         returncode, output = _run_browser(dict(os.environ, LEARNER_URL=learner.url, LEARNER_TOKEN=learner.token,
                                                SUBMIT_FIXTURE=str(tmp_path / "fixture.json"),
                                                ARTIFACTS_DIR=str(ARTIFACTS)), script="submit.mjs", timeout=600)

@@ -66,6 +66,11 @@ class Service:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
+                if self.path == "/duedates":  # as grader.service.accommodations.mine answers, with one bad entry
+                    return self._send(200, {"student": "me", "assignments": {
+                        "sharded_step": {"due": "2026-12-22T09:30:00Z", "extended": True,
+                                         "said": "Extended for you until <b>Tue</b> 2026-12-22 09:30 UTC"},
+                        "collectives": {"said": "No due date"}, "odd": {"said": 5}, "odder": "text"}})
                 self._send(200, {"appeals": [{"id": "a1", "assignment": a["assignment"], "test": a["test"],
                                               "said": f"<i>about</i> {a['test']}: {a['reason']}"}
                                              for a in owner.appeals]})
@@ -184,6 +189,25 @@ def test_the_learners_side_asks_the_service_and_reads_its_verdicts(monkeypatch):
     assert "graded after you submit" in answer["later"]
 
 
+def test_the_learners_due_dates_are_the_services_sentences_as_text(monkeypatch):
+    """The Assignment List's due dates (``/course/duedates`` of the learner's server): the service's sentence per
+    assignment, nothing else it sent; without the service, one sentence saying the dates cannot be shown now."""
+    from grader.learner import duedates
+
+    service = Service(COURSE)
+    try:
+        monkeypatch.setenv(report.URL_VARIABLE, service.url)
+        assert duedates.ask() == {"assignments": {
+            "sharded_step": {"said": "Extended for you until <b>Tue</b> 2026-12-22 09:30 UTC"},
+            "collectives": {"said": "No due date"}}}
+    finally:
+        service.stop()
+    monkeypatch.setenv(report.URL_VARIABLE, f"http://127.0.0.1:{free_port()}/")
+    assert duedates.ask() == {"error": duedates.UNAVAILABLE}
+    monkeypatch.setenv(report.URL_VARIABLE, "http://grading.example.edu/")  # never plain http off this machine
+    assert duedates.ask()["error"].startswith(duedates.UNAVAILABLE)
+
+
 # ---------------------------------------------------------------- the dialog's wording (labextension copy)
 
 def test_the_labextension_copy_replaces_each_text_exactly(tmp_path):
@@ -196,6 +220,8 @@ def test_the_labextension_copy_replaces_each_text_exactly(tmp_path):
     assert "passes all the tests" not in text and "c.innerHTML=e.failed[d].error" not in text
     assert "c.innerText=e.failed[d].error" in text and "e.failed[d].title" in text
     assert text.count('"course/regrade?assignment="+encodeURIComponent(this.data.assignment_id') == 1  # beside feedback
+    assert text.count('T("course/duedates",{method:"GET"})') == 1 and "t.append(graderDue)" in text  # under each name
+    assert "graderDue.innerText=" in text and "graderDue.innerHTML" not in text  # the service's words, as text
     assert chunk.name.split(".")[1] in entry  # the remote entry loads the patched chunk by its new name
     original = labextension.validate_chunk(labextension.installed() / "static")
     assert not (target / "static" / original.name).exists()
@@ -222,12 +248,14 @@ def test_the_learners_lab_serves_the_course_validate_and_not_nbgraders():
 
 
 def test_the_learners_extension_loads_nothing_that_judges():
-    code = ("import sys, grader.learner.handlers, grader.learner.report, grader.learner.regrade; "
+    code = ("import sys, grader.learner.handlers, grader.learner.report, grader.learner.regrade, "
+            "grader.learner.duedates; "
             "print(sorted(m for m in sys.modules if m.startswith('grader.') or m.startswith('_course_rubric')))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                        cwd=ROOT).stdout.replace("'", '"'))
     assert set(loaded) <= {"grader.cells", "grader.visible_checks", "grader.learner", "grader.learner.handlers",
-                           "grader.learner.report", "grader.learner.regrade", "grader.raised"}, loaded
+                           "grader.learner.report", "grader.learner.regrade", "grader.learner.duedates",
+                           "grader.raised"}, loaded
 
 
 # ---------------------------------------------------------------- the learner's server, over its REST route
@@ -288,7 +316,7 @@ def test_a_regrade_request_from_the_learners_page(tmp_path):
     """The learner's server serves /course/regrade: the form offers the tests of the learner's copy of the
     notebook, sends the request to the grading service as it was typed, and shows what the service said as text;
     a reason over the limit is refused on the page and never sent; a form posted without the server's _xsrf token
-    (another site's page) is refused."""
+    (another site's page) is refused. The same server's ``/course/duedates`` passes on the service's due dates."""
     from test_workflow import Server
 
     from grader.course.workspace import learner_lab
@@ -323,6 +351,12 @@ def test_a_regrade_request_from_the_learners_page(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as refused:  # no token, no _xsrf: a form from another site
             post({"assignment": "sharded_step", "test": tests[-1], "reason": "forged"}, headers={})
         assert refused.value.code == 403 and len(service.appeals) == 1
+        # the Assignment List's due dates, from the same server: the service's sentences; nothing without the token
+        code, body = lab.get("/course/duedates")
+        assert code == 200 and json.loads(body)["assignments"]["collectives"] == {"said": "No due date"}, body
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{lab.url}/course/duedates", timeout=60)
+        assert refused.value.code == 403
     finally:
         lab.stop()
         service.stop()

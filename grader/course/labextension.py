@@ -14,6 +14,10 @@ failure; this module writes a copy of the extension where ``k`` shows them:
 * the answer's box, which scrolls when the answer is long, takes the keyboard's focus (a named region);
 * in the Assignment List (the same chunk), a submission with feedback gets "(ask for a regrade)" beside "(view
   feedback)": a link that opens the learner's regrade page (``grader.learner.regrade``) in a new tab.
+* in the Assignment List, each assignment's name gets a line below it with the learner's own due date ("Due ...",
+  "Extended for you until ... (the class's due date: ...)", "No due date"), as text, from the learner's server's
+  ``course/duedates`` (``grader.learner.duedates``, which asks the grading service: whose dates from the connection),
+  asked once for the rows of one refresh through the chunk's own request helper ``T`` (the server's token and XSRF).
 
 Each substitution must match exactly once, or preparing the copy fails loudly naming the text that moved (a new
 nbgrader). The patched chunk and the remote entry that loads it get new content-hashed names, so a browser never
@@ -34,6 +38,7 @@ PACKAGE = "@jupyter/nbgrader"
 FOLDER = Path("lab") / "learner" / "labextensions"  # git-ignored, rebuilt at each start
 SUMMARY_VARIABLE = "graderSummary"
 REGRADE_VARIABLE = "graderRegrade"
+DUE_VARIABLE = "graderDue"
 
 #: (nbgrader's text in ``k``, the course's), each expected exactly once in the chunk
 SUBSTITUTIONS = [
@@ -60,6 +65,20 @@ SUBSTITUTIONS = [
      f'encodeURIComponent(this.data.assignment_id||""),{REGRADE_VARIABLE}.target="_blank",'
      f'{REGRADE_VARIABLE}.rel="noopener",{REGRADE_VARIABLE}.classList.add("grader-regrade-link"),'
      f'{REGRADE_VARIABLE}.innerText=" (ask for a regrade)",t.append({REGRADE_VARIABLE})}}'),
+    # the Assignment List: under each assignment's name, the learner's own due date (grader.learner.duedates), asked
+    # once per refresh (the rows of one listing share the answer for 3 s) with the chunk's request helper T
+    ('async function T(e="",t={}){', 'async function T(e="",t={}){'),  # the helper the next one calls: still T
+    ('else e=document.createElement("span");return e.innerText=this.data.assignment_id,t.append(e),t}',
+     f'else e=document.createElement("span");var {DUE_VARIABLE}=document.createElement("span"),'
+     f'{DUE_VARIABLE}Id=this.data.assignment_id,{DUE_VARIABLE}Asked=window.{DUE_VARIABLE}Dates;'
+     f'{DUE_VARIABLE}.classList.add("grader-due-date"),{DUE_VARIABLE}.style.display="block",'
+     f'{DUE_VARIABLE}.style.fontSize="var(--jp-ui-font-size0)",'
+     f'{DUE_VARIABLE}Asked&&Date.now()-{DUE_VARIABLE}Asked.at<3e3||({DUE_VARIABLE}Asked=window.{DUE_VARIABLE}Dates='
+     f'{{at:Date.now(),answer:T("course/duedates",{{method:"GET"}})}}),'
+     f'{DUE_VARIABLE}Asked.answer.then(function(a){{var x=a&&a.assignments&&a.assignments[{DUE_VARIABLE}Id];'
+     f'{DUE_VARIABLE}.innerText=x&&"string"==typeof x.said?x.said:a&&a.error?a.error:""}},'
+     f'function(){{{DUE_VARIABLE}.innerText="Due dates cannot be shown now"}});'
+     f'return e.innerText=this.data.assignment_id,t.append(e),t.append({DUE_VARIABLE}),t}}'),
 ]
 
 

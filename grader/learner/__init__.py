@@ -12,6 +12,7 @@ what the released notebook holds.
     handlers.py   the route, nbgrader's path checks, the Validator that keeps the executed notebook
     report.py     what a test cell recorded and raised; the dialog's summary, online and offline
     checks.py     the instructor's visible assertion message, quoted from the test cell's source
+    duedates.py   the Assignment List's due dates (the learner's own, extension included), asked of the service
 
 The dialog's wording (the count first, the failures by name, text never markup) comes from a checked copy of
 nbgrader's labextension that ``python -m grader lab`` prepares (``grader/course/labextension.py``). The grading

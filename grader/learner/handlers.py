@@ -114,7 +114,9 @@ def register(serverapp) -> None:
     webapp = serverapp.web_app
     webapp.settings["root_dir"] = serverapp.root_dir  # as nbgrader's extensions set it
     base_url = webapp.settings["base_url"]
+    from grader.learner.duedates import ROUTE as DUE_ROUTE, DueDatesHandler
     from grader.learner.regrade import ROUTE as REGRADE_ROUTE, RegradeHandler
 
     webapp.add_handlers(".*$", [(url_path_join(base_url, ROUTE), ValidateHandler),
-                                (url_path_join(base_url, REGRADE_ROUTE), RegradeHandler)])
+                                (url_path_join(base_url, REGRADE_ROUTE), RegradeHandler),
+                                (url_path_join(base_url, DUE_ROUTE), DueDatesHandler)])  # the Assignment List's dates

@@ -3,7 +3,8 @@
 // (test_submit_and_fetch_feedback_in_jupyterlab). Configuration comes from the environment:
 //   LEARNER_URL, LEARNER_TOKEN   the learner's JupyterLab (lab/learner config, rooted at the workspace)
 //   SUBMIT_FIXTURE               a JSON file: assignment, solutions {grade_id: source} (the learner's cells),
-//                                hidden-test lines, the named mistake the page must show
+//                                hidden-test lines, the named mistake the page must show, and each assignment's
+//                                due-date line as this learner's list must show it (due: {assignment: text})
 //   ARTIFACTS_DIR, CHROMIUM      screenshots; the browser (default /usr/bin/chromium)
 // The tutorial's steps on one machine (the assignment already downloaded by `make lab`). Every step is a click
 // (Submit, the list's refresh, Fetch Feedback) except writing the learner's cells,
@@ -48,6 +49,15 @@ async function downloadedAndSolve() {
   await listItem('fetched_assignments_list', A).first().waitFor({ state: 'visible', timeout: 60_000 });
   check(await listItem('fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).count() === 1,
     `${A} is listed under Downloaded assignments without its Submit button`);
+  // Before Submit: under each name, this learner's own due date (the class's, their extension, or none)
+  const due = {};
+  for (const [name, expected] of Object.entries(FIXTURE.due)) {
+    const line = listItem('fetched_assignments_list', name).first().locator('.grader-due-date');
+    await line.filter({ hasText: /\S/ }).waitFor({ state: 'visible', timeout: 30_000 });
+    due[name] = (await line.innerText()).trim();
+    check(due[name] === expected, `${name}'s due date in the Assignment List reads "${due[name]}", not "${expected}"`);
+  }
+  log(`learner: due dates listed: ${JSON.stringify(due)}`);
   // NOT A CLICK: the learner's cells, saved through the contents API.
   const model = await contents('GET', NOTEBOOK);
   let written = 0;
@@ -127,6 +137,8 @@ async function main() {
     const first = await submitAndWait(1);
     check(first.text.includes(FIXTURE.mistake), `the first feedback page lacks "${FIXTURE.mistake}":\n${first.text.slice(0, 1500)}`);
     check(/Autograded( score)?: [\d.]+ \/ [\d.]+/.test(first.text), 'the first feedback page shows no score');
+    check(first.text.includes('Submitted on time') && !first.text.includes('after the due date'),
+      `submitted after the class's due date, within this learner's extension: not late\n${first.text.slice(0, 1500)}`);
     const second = await submitAndWait(2);
     check(second.text.includes('Received, not graded now') && !second.text.includes(FIXTURE.mistake),
       `the second page (over the limit) should say it was not graded and show no verdict:\n${second.text.slice(0, 800)}`);
