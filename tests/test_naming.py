@@ -7,6 +7,8 @@ device, three features, weights it drew), and judged by sharded_step's own rubri
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -83,3 +85,76 @@ def test_an_answer_wrong_in_another_way_gets_no_lesson_mistakes_name(kind, amoun
     points, message = _verdict(kind, amount)
     assert points < 3.0, (kind, amount, message)  # wrong, and found (weight decay at w = 0 by the grader's batch)
     assert not any(name in message for name in NAMED), (kind, amount, message)
+    # ... but what differs, on which case, by how much: a simple ratio to the reference, or how far off it is
+    assert "on a batch the grader drew" in message or "unseen" in message or "initial" in message \
+        or "at w = 0" in message, (kind, amount, message)
+    assert re.search(r"it is off by [0-9.]+% \(the norm of the difference|it is (-?[0-9/]+ (times|of)|twice) the "
+                     r"reference", message), (kind, amount, message)
+
+
+# -- a cause named only where it holds: n_local x p, at 2 devices ------------------------------------------------------
+COLLECTIVES = load_rubric(Course.default().rubric("collectives"))
+
+
+def _contribution(features, labels, weights, global_count, *, devices: int, divide: str):
+    """local_contribution as a learner of each kind writes it, in NumPy: "right" divides by global_count;
+    "n_local x p" by its own row count times the notebook's device count (``devices``: len(jax.devices()))."""
+    features, labels = features.astype(np.float64), np.asarray(labels, dtype=np.float64)
+    residual = features @ np.asarray(weights, dtype=np.float64) - labels
+    denominator = {"right": global_count, "n_local x p": len(labels) * devices,
+                   "n_local x 3": len(labels) * 3}[divide]
+    return 2 * features.T @ residual / denominator
+
+
+def _local_contribution_verdict(divide: str, p: int):
+    """test-local-contribution at ``p`` devices, the cell's records made by ``_contribution`` of that kind."""
+    cases = _collectives_cases()
+
+    def terms(x, y, w, blocks):
+        rows = len(y) // blocks
+        return np.stack([_contribution(x[r * rows:(r + 1) * rows], y[r * rows:(r + 1) * rows], w, len(y),
+                                       devices=p, divide=divide) for r in range(blocks)])
+
+    records = {"lesson.terms": terms(*data.collectives_batch(), p)}
+    for count in cases.local_counts(p):
+        records[f"hidden.{count}.terms"] = terms(*cases.local_batch(count), count)
+    for key, batch, count in cases.summed_batches(p):
+        records[key] = terms(*batch, count).sum(axis=0)
+    recorded = {k: decode(encode(v.astype(np.float32))) for k, v in records.items()}
+    recorded["inputs.local_contribution"] = decode(encode(np.ones(4, dtype=np.int64)))  # arguments left as they were
+    evidence = Evidence(recorded, num_devices=p, names=COLLECTIVES.names)
+    return COLLECTIVES.verdict("test-local-contribution", evidence, 2.0), records, cases
+
+
+def _collectives_cases():
+    import importlib.util
+    import sys
+
+    path = Course.default().source / "collectives" / "rubric_cases.py"
+    spec = importlib.util.spec_from_file_location("collectives_rubric_cases_naming", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_n_local_times_p_is_named_at_two_devices_only_where_it_is_the_cause():
+    """At 2 devices the lesson's blocks are the devices, so n_local x 2 = N there and the visible check passes; on
+    one block of an unseen batch n_local x 2 = 2N: exactly half. The message names n_local x 2 (not the factor 2,
+    which the lesson's case rules out), and that cause holds: the value is the one a local_contribution dividing by
+    n_local x 2 returns. Dividing by n_local x 3 is another mistake: it gets no n_local x 2 name, only what differs."""
+    verdict, records, cases = _local_contribution_verdict("n_local x p", 2)
+    assert not verdict.passed and "divided by n_local x 2" in verdict.message, verdict.message
+    assert "factor 2" not in verdict.message, verdict.message
+    right, _, _ = _local_contribution_verdict("right", 2)
+    assert right.passed, right.message
+    # the cause holds: on one block the learner's value is k/p = 1/2 of the reference, which the message says
+    x, y, w = cases.local_batch(1)
+    reference = 2 * x.astype(np.float64).T @ (x.astype(np.float64) @ w - y) / len(y)
+    assert np.allclose(records["hidden.1.terms"][0], reference / 2)
+    x, y, w = cases.local_batch(2)  # the notebook's own 2 blocks: right there, as in the lesson's case
+    assert np.allclose(records["hidden.2.terms"].sum(axis=0),
+                       2 * x.astype(np.float64).T @ (x.astype(np.float64) @ w - y) / len(y))
+    other, _, _ = _local_contribution_verdict("n_local x 3", 2)
+    assert not other.passed and "n_local x" not in other.message, other.message
+    assert re.search(r"off by [0-9.]+%|the reference", other.message), other.message

@@ -108,3 +108,19 @@ def simple_ratio(actual, expected, *, rtol: float = 1e-4, atol: float = 1e-6, mo
             if np.allclose(actual, sign * expected / k, rtol=rtol, atol=atol):
                 return f"{'-' if sign < 0 else ''}1/{k} of"
     return None
+
+
+def off_by(actual, expected) -> str | None:
+    """What differs, when no mistake is the cause and no simple ratio says it: how far ``actual`` is from
+    ``expected``, the norm of the difference relative to the reference's, two digits ("it is off by 9.8% (...)").
+    Two digits of one number: a message may say it (it names the difference, not a cause). None where the shapes
+    differ, a value is not finite, or the reference is zero (no relative error)."""
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape or not np.all(np.isfinite(actual)) or not np.all(np.isfinite(expected)):
+        return None
+    scale = float(np.linalg.norm(expected))
+    if scale == 0:
+        return None
+    error = 100 * float(np.linalg.norm(actual - expected)) / scale
+    shown = f"{float(f'{error:.2g}'):g}" if error < 1e6 else "more than a million"
+    return f"it is off by {shown}% (the norm of the difference, relative to the reference's)"

@@ -621,18 +621,6 @@ def _batch_words(x, mask, devices: int) -> str:
             + (f" ({'; '.join(special)})" if special else ""))
 
 
-def _off_by(e: Evidence, key: str, expected, failure: Mismatch) -> Mismatch:
-    """An unexplained wrong gradient: what differs, and by how much (the relative error, two digits)."""
-    if failure.named or "differs from the host NumPy reference" not in str(failure) or not e.has(key):
-        return failure
-    actual = e.get(key).value
-    if getattr(actual, "shape", None) != np.shape(expected):
-        return failure
-    error = np.linalg.norm(actual.astype(np.float64) - expected) / max(np.linalg.norm(expected), 1e-12)
-    return Mismatch(f"{failure}; it is off by {float(f'{100 * error:.2g}'):g}% (the norm of the difference, relative "
-                    "to the reference's)")
-
-
 @rubric.test("test-accumulation", names={
     "accumulation.gradient": "the accumulated gradient of the lesson batch",
     "hidden.accumulation.empty.gradient": "the accumulated gradient of an unseen batch with an empty micro-batch",
@@ -672,11 +660,7 @@ def _accumulated_values(e: Evidence, judged: list) -> None:
         shapes = {(2,): "it has 2 values, the lesson's number of features, not the batch's: size the carry from w "
                         "(jnp.zeros_like(w_local)), never from the lesson's data"} if d != 2 else None
         e.array(key, shape=(d,), jax=True, what=what, shape_mistakes=shapes)
-        expected = ACCUMULATED(*batch[:4])
-        try:
-            actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)
-        except Mismatch as failure:
-            raise _off_by(e, key, expected, failure) from None
+        actual = e.check(key, ACCUMULATED, batch, rtol=1e-4, atol=1e-5, what=what, devices=devices)  # off by how much
         e.shard_shapes(key, (d,), devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what, against="the result's own value")
 

@@ -9,7 +9,8 @@ from grader.programs import Expect, Program, ProgramRun
 from grader.programs.expectations import words
 from grader.programs.structure import too_many
 from grader.submission.evidence.reading import Records
-from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape, simple_ratio
+from grader.submission.evidence.values import differs
+from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape
 from grader.submission.references import Reference
 
 # An HLO sharding as XLA prints a plain one ({replicated}, {devices=[4,1]<=[4]}); anything longer or with other
@@ -109,9 +110,8 @@ class ProgramChecks(Records):
                            f"{expected.shape}")
         if not np.allclose(actual, expected, rtol=rtol, atol=atol):
             said = diagnose(actual, mistakes or [], rtol=rtol, atol=atol)
-            ratio = None if said else simple_ratio(actual, expected)
-            raise Mismatch(f"{name}: wrong on inputs it had not seen" + (
-                f": {said}" if said else f": it is {ratio} the reference" if ratio else ""), named=said is not None)
+            raise Mismatch(f"{name}: wrong on inputs it had not seen" + (f": {said}" if said else differs(actual, expected)),
+                           named=said is not None)
 
     def program_check(self, key: str, index: int, reference: Reference, case: tuple, *, rtol: float = 1e-4,
                       atol: float = 1e-5, what: str | None = None, **context) -> None:

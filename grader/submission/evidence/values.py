@@ -4,8 +4,18 @@ from __future__ import annotations
 import numpy as np
 
 from grader.submission.evidence.reading import Records
-from grader.submission.mistakes import Mismatch, Mistake, diagnose, shown_shape, simple_ratio
+from grader.submission.mistakes import Mismatch, Mistake, diagnose, off_by, shown_shape, simple_ratio
 from grader.submission.references import Reference
+
+
+def differs(actual, expected) -> str:
+    """What differs, for a message that names no cause: a simple ratio to the reference ("it is twice the
+    reference"), else how far off it is (``off_by``), else nothing more."""
+    ratio = simple_ratio(actual, expected)
+    if ratio:
+        return f": it is {ratio} the reference"
+    off = off_by(actual, expected)
+    return f"; {off}" if off else ""
 
 
 class ValueChecks(Records):
@@ -17,10 +27,8 @@ class ValueChecks(Records):
         actual = self.values(key, expected.shape, what=what, shape_mistakes=shape_mistakes)
         if not np.allclose(actual, expected, rtol=rtol, atol=atol):
             hint = diagnose(actual, mistakes, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
-            ratio = None if hint else simple_ratio(actual, expected)  # what differs, when no mistake is the cause
             raise Mismatch(f"{self.name(key, what)}: differs from the host NumPy reference"
-                           + (f": {hint}" if hint else f": it is {ratio} the reference" if ratio else ""),
-                           named=hint is not None)
+                           + (f": {hint}" if hint else differs(actual, expected)), named=hint is not None)
         return actual
 
     def check(self, key: str, reference: Reference, case: tuple, *, rtol: float = 1e-5, atol: float = 1e-6,
@@ -42,7 +50,8 @@ class ValueChecks(Records):
             if np.allclose(actual, np.asarray(candidate, dtype=np.float64), rtol=rtol, atol=atol):
                 return actual
         hint = diagnose(actual, mistakes, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
-        raise Mismatch(f"{self.name(key, what)}: {reason}" + (f": {hint}" if hint else ""))
+        raise Mismatch(f"{self.name(key, what)}: {reason}" + (f": {hint}" if hint else differs(actual, candidates[0])),
+                       named=hint is not None)
 
     def equal(self, key: str, expected, *, what: str | None = None, mistakes: dict | None = None) -> None:
         recorded = self.get(key, what=what)
