@@ -444,7 +444,8 @@ def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
                 "proxy": "/p", "instructor": "i", "groups": {"learners": "a", "graders": "b", "instructors": "c"},
                 "spawner": args.spawner, "cull_idle": args.cull_idle, "slurm": _slurm_settings(args),
                 "grading_jobs": args.grading_jobs, "lms": str(args.lms) if args.lms else None,
-                "site_address": args.site_address}
+                "site_address": args.site_address,
+                "public_tls": [str(args.ssl_cert), str(args.ssl_key)] if args.ssl_cert else None}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSE_HUB_SETTINGS", str(tmp_path / "settings.json"))
     config = Config()
@@ -485,7 +486,8 @@ def test_every_address_between_hosts_follows_the_site_address(tmp_path, monkeypa
     assert "COURSE_GRADING_CA" not in here.Spawner.environment and "--host" not in here.JupyterHub.services[0]["command"]
     assert here.JupyterHub.services[0]["command"][-1] == "127.0.0.1"  # the scheduler
     site = _configured(tmp_path, monkeypatch, ["--spawner", "slurm", "--grading-jobs", "1", "--site-address", "10.0.0.9"])
-    assert site.JupyterHub.hub_bind_url == "http://10.0.0.9:2"
+    assert site.JupyterHub.hub_bind_url == "https://10.0.0.9:2" and "internal_ssl" not in here.JupyterHub
+    assert site.JupyterHub.internal_ssl and site.JupyterHub.trusted_alt_names == ["IP:10.0.0.9"]
     assert site.Spawner.environment["COURSE_GRADING_URL"] == "https://10.0.0.9:4/"
     assert site.Spawner.environment["COURSE_GRADING_CA"] == "/site-ca.pem"  # beside the state folder (/s)
     command = site.JupyterHub.services[0]["command"]
@@ -493,6 +495,27 @@ def test_every_address_between_hosts_follows_the_site_address(tmp_path, monkeypa
         "--host", "10.0.0.9", "--tls-cert", "/s/site-tls/cluster.pem", "--tls-key", "/s/site-tls/cluster-key.pem"]
     assert command[-1] == "10.0.0.9"  # the grading jobs' scheduler, where the nodes reach it
     assert not [value for value in site.Spawner.environment.values() if "127.0.0.1" in value]
+
+
+def test_learners_open_the_hub_over_https_unless_it_stays_on_loopback(tmp_path, monkeypatch):
+    """``--ssl-cert``/``--ssl-key``: the proxy serves the site's certificate and learners open https://; a hub on an
+    address other hosts reach without them refuses to start, saying what to give (passwords never cross in clear)."""
+    from grader.hub.install import HubRefused
+    from grader.hub.start import _public_url
+
+    with pytest.raises(HubRefused, match="--ssl-cert FILE --ssl-key FILE"):
+        _public_url("0.0.0.0", 8000, None)
+    with pytest.raises(HubRefused, match="is not a file"):
+        _public_url("10.0.0.9", 443, (tmp_path / "missing.pem", tmp_path / "missing.key"))
+    assert _public_url("127.0.0.1", 8000, None) == "http://127.0.0.1:8000"
+    (tmp_path / "site.pem").write_text("chain")
+    (tmp_path / "site.key").write_text("key")
+    assert _public_url("10.0.0.9", 443, (tmp_path / "site.pem", tmp_path / "site.key")) == "https://10.0.0.9:443"
+    config = _configured(tmp_path, monkeypatch, ["--ssl-cert", str(tmp_path / "site.pem"), "--ssl-key",
+                                                 str(tmp_path / "site.key")])
+    assert (config.JupyterHub.ssl_cert, config.JupyterHub.ssl_key) == (str(tmp_path / "site.pem"),
+                                                                       str(tmp_path / "site.key"))
+    assert config.JupyterHub.bind_url == "https://127.0.0.1:1"
 
 
 def test_each_server_gets_a_token_that_only_names_its_user_for_the_grading_service(tmp_path, monkeypatch):

@@ -34,8 +34,12 @@ if s.get("public_tls"):  # hub --ssl-cert/--ssl-key: learners open https:// (the
 c.JupyterHub.bind_url = f"{'https' if s.get('public_tls') else 'http'}://{s['ip']}:{s['port']}"
 site = s.get("site_address") or "127.0.0.1"  # where servers on other hosts reach this one (hub --site-address)
 remote = not site.startswith("127.")
-c.JupyterHub.hub_bind_url = f"http://{site}:{s['hub_port']}"  # the hub's API, which every server calls
-c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s['proxy_api_port']}"
+c.JupyterHub.hub_bind_url = f"{'https' if remote else 'http'}://{site}:{s['hub_port']}"  # the API every server calls
+if remote:  # JupyterHub's internal TLS: hub, proxy, servers and services verify each other (its own CAs, one per part)
+    c.JupyterHub.internal_ssl = True
+    c.JupyterHub.internal_certs_location = os.path.join(state, "internal-ssl")
+    c.JupyterHub.trusted_alt_names = [f"IP:{site}"]  # the hub's certificate, as servers on other hosts reach it
+c.ConfigurableHTTPProxy.api_url = f"{'https' if remote else 'http'}://127.0.0.1:{s['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [s["proxy"]]
 c.ConfigurableHTTPProxy.pid_file = os.path.join(state, "jupyterhub-proxy.pid")
 c.JupyterHub.cookie_secret_file = os.path.join(state, "jupyterhub_cookie_secret")
@@ -146,6 +150,7 @@ if cull:  # a server idle `cull` seconds is stopped; activity is reported often 
     c.Spawner.args = [f"--MappingKernelManager.cull_idle_timeout={max(1, cull // 2)}",
                       f"--MappingKernelManager.cull_interval={every}"]
     c.JupyterHub.services.append({"name": "idle-culler", "command": [
-        f"{venv}/bin/python", "-m", "jupyterhub_idle_culler", f"--timeout={cull}", f"--cull-every={every}"]})
+        f"{venv}/bin/python", "-m", "jupyterhub_idle_culler", f"--timeout={cull}", f"--cull-every={every}",
+        *(["--ssl-enabled=True", f"--internal-certs-location={os.path.join(state, 'internal-ssl')}"] if remote else [])]})
     c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
                                 "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]

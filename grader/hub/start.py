@@ -19,8 +19,8 @@ def checkout_root() -> Path:
 
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
-            roster: Path | None = None, lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
-            public_tls: tuple[Path, Path] | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            roster: Path | None = None, lms: Path | None = None, site_address: str = "127.0.0.1",
+            lti: Path | None = None, public_tls: tuple[Path, Path] | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "

@@ -26,7 +26,8 @@ def add_commands(sub, port: int) -> None:
                             "or last (nbgrader's; an attempt identical to an earlier one counts as that one)")
     serve.add_argument("--workers", type=int, default=None,
                        help="warm kernels grading at once (default: the number of cores plus one)")
-    serve.add_argument("--port", type=int, default=port, help="the port of /validate, /appeal and /status")
+    serve.add_argument("--port", type=int, default=port,
+                       help="the port of /validate, /appeal, /appeals, /duedates and /status")
     serve.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                        help="the address that port listens on (default 127.0.0.1); any other needs --tls-cert")
     serve.add_argument("--tls-cert", type=Path, metavar="FILE",
