@@ -620,3 +620,63 @@ def test_constants_of_any_type_are_read_and_hide_no_function():
     structure = read_module(CONSTANTS)  # once a TypeError: the program was refused as unreadable
     assert structure.collectives["all_reduce"] == 2  # the call, and the reference behind the complex constant
     assert structure.payload == 2 * 2 * 4
+
+
+# -- every exported program held to its expectations as data (issue 58, item 2) ---------------------------------------
+def _rubric_module(assignment: str):
+    from grader.layout import Course
+    from grader.submission.judge import load_rubric
+
+    load_rubric(Course.default().rubric(assignment))
+    return sys.modules[f"_course_rubric_{assignment}.rubric"]
+
+
+@pytest.mark.parametrize("assignment", ["sharded_step", "local_mean_diagnosis", "collectives"])
+@pytest.mark.parametrize("devices", [2, 4])
+def test_every_program_a_test_exports_declares_what_it_must_look_like(assignment, devices):
+    declared = _rubric_module(assignment).rubric.declared(devices)
+    assert declared
+    assert not [key for key, program in declared.items() if program.expect is None], "a program with no Expect"
+
+
+def _step_run(key: str, mesh: int, **structure) -> ProgramRun:
+    """A step's run as the runner reports it: three replicated outputs, its collectives as given."""
+    outputs = [Output(np.zeros(shape, np.float32), "P()", True, [shape] * mesh, True) for shape in [(3,), (), (3,)]]
+    return ProgramRun(key, inputs=[np.zeros(3, np.float32)], outputs=outputs, **structure)
+
+
+def test_the_steps_on_smaller_meshes_and_at_another_rate_are_held_to_keeping_the_batch_split():
+    """The step on a smaller mesh, or make_train_step(0.37)'s, that gathers the batch (or copies it with a psum,
+    or leaves a result split) loses the placement test, each named by where it ran; one that did not run is charged
+    where it runs. Without their Expect, only program.placed was read and these passed."""
+    from grader.submission.judge import Evidence, Mismatch
+
+    module = _rubric_module("sharded_step")
+    keys = list(module.step_programs(4))
+    assert keys == ["program.step", "program.mesh1.step", "program.mesh2.step", "program.mesh3.step",
+                    "program.step_0.37"]
+    assert all(module.rubric.declared(4)[key].expect is module.STEP_DATA_PARALLEL for key in keys)
+    meshes = {"program.step": 4, "program.mesh1.step": 1, "program.mesh2.step": 2, "program.mesh3.step": 3,
+              "program.step_0.37": 4}
+
+    def judged(**changed) -> str | None:
+        runs = {key: _step_run(key, meshes[key], compiled_collectives={"all_reduce": 2}) for key in keys}
+        runs.update(changed)
+        try:
+            module.steps_stay_data_parallel(Evidence({}, num_devices=4, programs=runs))
+        except Mismatch as failure:
+            return str(failure)
+        return None
+
+    assert judged() is None
+    said = judged(**{"program.mesh3.step": _step_run("program.mesh3.step", 3, compiled_collectives={
+        "all_gather": 1, "all_reduce": 2})})
+    assert said and "on a mesh of 3 device(s)" in said and "gathers the batch onto every device" in said, said
+    said = judged(**{"program.step_0.37": _step_run("program.step_0.37", 4, moves_data=True)})
+    assert said and "make_train_step(0.37)" in said and "copies the batch to every device" in said, said
+    split = _step_run("program.step", 4)
+    split.outputs[2] = Output(np.zeros(3, np.float32), "P('data',)", False, [(1,)] * 4, True)
+    said = judged(**{"program.step": split})
+    assert said and "output 3 should be replicated" in said, said
+    failed = ProgramRun("program.mesh2.step", error="it did not compile for a mesh of 2 device(s)")
+    assert judged(**{"program.mesh2.step": failed}) is None  # charged by test-loss-and-gradient, which runs it

@@ -29,13 +29,6 @@ def step_inputs(batch) -> tuple[Input, ...]:
     return Input((cols,)), Input((rows, cols), ("data", None)), Input((rows,), ("data",))
 
 
-@rubric.programs("test-loss-and-gradient")
-def programs_loss_and_gradient(p: int):
-    return [Program("program.step", p, step_inputs(cases.unseen_batch(p)))] + [
-        Program(f"program.mesh{size}.step", size, step_inputs(cases.sub_mesh_batch(size)))
-        for size in sub_mesh_sizes(p)]
-
-
 # The placed step: every output replicated, and the batch stays split inside it: the compiler all-reduces the
 # partial sums. An all-gather in the compiled step brings every row to every device (a constraint to replicated
 # features, say): right values, no data parallelism. Read by the grader from the step it compiled (after
@@ -50,14 +43,55 @@ DATA_PARALLEL = Expect(outputs=(True, True, True), compiled_gather=False, no_dat
                    "sums cross devices")))
 
 
+#: every other step the tests export (make_train_step's step on the grader's batch, on each smaller mesh, and
+#: make_train_step(0.37)'s) is the same program on other shapes and meshes: held to the same, in the placement test
+#: (the skill it judges), in its own words
+STEP_DATA_PARALLEL = Expect(outputs=(True, True, True), compiled_gather=False, no_data_moved=True, says=(
+    ("gathers", "{what}: its compiled program gathers the batch onto every device (an all-gather): keep the rows "
+                "split, P('data', None), as in_shardings places them; each device works on its own rows and the "
+                "compiler all-reduces the partial sums"),
+    ("moves_data", "{what}: it copies the batch to every device (a collective in it carries as many values as the "
+                   "batch: a psum of buffers each device fills with its rows is an all-gather written as an "
+                   "all-reduce): keep the rows split; each device works on its own rows and only the partial sums "
+                   "cross devices")))
+
+
+def step_programs(p: int) -> dict[str, str]:
+    """The record key of each step a test exports beside program.placed, with its name in the learner's words."""
+    return {"program.step": "your jitted training step, run by the grader on a batch it drew",
+            **{f"program.mesh{size}.step": f"your training step on a mesh of {size} device(s), run by the grader on "
+                                           "a batch it drew" for size in sub_mesh_sizes(p)},
+            f"program.step_{cases.UPDATE_RATE:g}": f"your make_train_step({cases.UPDATE_RATE:g}), run by the grader "
+                                                   "on a batch it drew"}
+
+
+@rubric.programs("test-loss-and-gradient")
+def programs_loss_and_gradient(p: int):
+    return [Program("program.step", p, step_inputs(cases.unseen_batch(p)), expect=STEP_DATA_PARALLEL)] + [
+        Program(f"program.mesh{size}.step", size, step_inputs(cases.sub_mesh_batch(size)), expect=STEP_DATA_PARALLEL)
+        for size in sub_mesh_sizes(p)]
+
+
 @rubric.programs("test-placement")
 def programs_placement(p: int):
     return [Program("program.placed", p, step_inputs(cases.placement_batch(p)), expect=DATA_PARALLEL)]
 
 
 @rubric.programs("test-update")
-def programs_update(p: int):
-    return [Program("program.step_0.37", p, step_inputs(cases.update_program_batch(p)))]  # four features: see there
+def programs_update(p: int):  # four features: see there
+    return [Program("program.step_0.37", p, step_inputs(cases.update_program_batch(p)), expect=STEP_DATA_PARALLEL)]
+
+
+def steps_stay_data_parallel(e: Evidence) -> None:
+    """Each step the other tests exported, held to STEP_DATA_PARALLEL where it ran: its results replicated, the
+    batch kept split (no all-gather in the compiled program, no collective carrying the batch). One that did not run
+    (no record, or it failed on the grader's inputs) is charged by the test that runs it, not here."""
+    for key, what in step_programs(e.num_devices).items():
+        try:
+            e.program(key, what=what)
+        except Mismatch:
+            continue
+        e.program_expected(key, what=what, expect=STEP_DATA_PARALLEL)
 
 
 def _program_output(e: Evidence, key: str, which: str, mesh: int | None = None):
@@ -319,6 +353,7 @@ def _placements(e: Evidence):
               "jax.jit(step, in_shardings=(replicated, rows, labels_sharding), out_shardings=(replicated, replicated, "
               "replicated))")
     e.program_expected("program.placed")  # DATA_PARALLEL
+    steps_stay_data_parallel(e)  # ... and so is every other step the tests exported
 
 
 def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
