@@ -1,4 +1,5 @@
-"""Hidden cases drawn over a docstring's contract (issue 58, item 1): local_mean_diagnosis's accumulation cases.
+"""Hidden cases drawn over a docstring's contract (issue 58, item 1): local_mean_diagnosis's accumulation, block
+partials, masked mean, combination and sharded masked mean cases.
 
 No kernel: the draws are NumPy, and the grader's side of the plumbing (``order.split``, ``order.rejoin``,
 ``order.drawn``) is plain notebook data. What is proven: each declared dimension takes more than one value across
@@ -45,7 +46,8 @@ def _blocks(mask, devices: int) -> np.ndarray:
     return mask.reshape(mask.shape[0], devices, -1).sum(axis=2)
 
 
-@pytest.mark.parametrize("contract", [cases.ACCUMULATION, cases.PARTIALS], ids=lambda c: c.name)
+@pytest.mark.parametrize("contract", [cases.ACCUMULATION, cases.PARTIALS, cases.MASKED, cases.COMBINE,
+                                      cases.SHARD_MAP], ids=lambda c: c.name)
 def test_every_declared_dimension_is_varied_across_learners(contract):
     seen = {dimension: set() for dimension in contract.dimensions}
     for n in range(60):
@@ -128,3 +130,45 @@ def test_the_draw_follows_the_answers_not_the_learner():
     same = [order.learner_draw(order.answers_key(notebook("x = 1")), ASSIGNMENT) for _ in range(2)]
     other = order.learner_draw(order.answers_key(notebook("x = 2")), ASSIGNMENT)
     assert same[0] == same[1] != other
+
+
+def _has_zero_loss(losses, mask) -> bool:
+    return bool(((losses == 0) & mask).any())
+
+
+@settings(max_examples=60, deadline=None)
+@given(learners, st.sampled_from([2, 4, 8]))
+def test_the_masked_mean_combine_and_shard_map_cases_are_what_their_contracts_say(student, devices):
+    draw = _draw(student)
+    masked = cases.drawn_masked_tokens(draw)
+    for (name, (losses, mask)), case in zip(masked, cases.MASKED.draw(draw)):
+        assert losses.shape == mask.shape == (case["seqs"], case["tokens"]) and mask.dtype == bool, name
+        assert mask.any() and losses.dtype == np.float32 and (losses[mask] != 0).any(), f"{name}: a mean of 0"
+        # a loss of 0 beside one that is not (a batch of one position holds one valid token: its loss is not 0)
+        assert _has_zero_loss(losses, mask) == (case["zero_loss"] and mask.sum() > 1), name
+        if case["empty_sequence"] and len(mask) > 1:
+            assert (mask.sum(axis=1) == 0).any(), name
+    # the corner: a shape other than the lesson's, sequences no device count of 2, 4 or 8 divides, an empty
+    # sequence and a loss of 0 (a learner who splits by the devices, or counts non-zero losses, is seen)
+    losses, mask = masked[0][1]
+    assert len(mask) % 2 and mask.shape[1] != 6 and (mask.sum(axis=1) == 0).any() and _has_zero_loss(losses, mask)
+
+    combined = cases.drawn_partials(draw)
+    for (name, (sums, counts)), case in zip(combined, cases.COMBINE.draw(draw)):
+        assert sums.shape == counts.shape and len(sums) >= case["shards"] and counts.sum() > 0, name
+        assert counts.dtype.kind == ("f" if case["counts"] == "float" else "i"), name
+        assert np.all(sums[counts == 0] == 0), f"{name}: an empty shard's sum is 0"
+        assert int((counts == 0).sum()) == min(case["empty_shards"], case["shards"] - 1), name
+        assert bool(((sums == 0) & (counts > 0)).any()) == case["zero_sum"], name
+    assert len(combined[0][1][0]) > 4 and (combined[0][1][1] == 0).any() and len(combined[1][1][0]) == 1
+
+    drawn = cases.drawn_shard_map_tokens(devices, draw)
+    for (name, size, (losses, mask)), case in zip(drawn, cases.SHARD_MAP.draw(draw)):
+        assert size == cases.mesh_size(case["mesh"], devices), name
+        assert losses.shape == mask.shape == (size * case["seqs"], case["tokens"]) and mask.any(), name
+        assert (losses[mask] != 0).any(), f"{name}: a mean of 0"
+        assert _has_zero_loss(losses, mask) == (case["zero_loss"] and mask.sum() > 1), name
+        if case["device_empty"] and size > 1:
+            assert (_blocks(mask[None], size)[0] == 0).any(), f"{name}: a device without a valid token"
+    assert drawn[0][1] == devices and (_blocks(drawn[0][2][1][None], devices)[0] == 0).any()
+    assert drawn[1][1] < devices and drawn[2][1] < devices, "two smaller meshes in every draw"

@@ -43,7 +43,8 @@ def unequal_locals(count: int) -> np.ndarray:
 
 
 def masked_tokens(devices: int):
-    """test-masked-mean: 3 sequences of 7 tokens per shard, the last sequence empty, the valid tokens scattered."""
+    """test-masked-mean's call on fresh data (did masked_token_mean leave its arguments as they were?); its values
+    are judged on the cases drawn over its contract (``drawn_masked_tokens``)."""
     return data.masked_tokens(seed=90225, num_shards=devices, seqs_per_shard=3, tokens=7, empty=(-1,), scatter=True)
 
 
@@ -65,7 +66,8 @@ def statistics_fresh_tokens(devices: int):
 
 
 def partials(count: int):
-    """test-combine: per-shard sums and counts of ``count`` shards."""
+    """test-combine's call on fresh data: per-shard sums and counts of ``count`` shards (the values are judged on the
+    cases drawn over combine_partials' contract, ``drawn_partials``)."""
     return data.shard_partials(seed=90230 + count, num_shards=count)
 
 
@@ -76,22 +78,9 @@ def device_partials_tokens(devices: int):
 
 def shard_map_tokens(devices: int) -> list[tuple[str, tuple]]:
     """test-shard-map on the notebook's mesh: (record prefix, (losses, mask)); the exported program's example is the
-    last one (its shapes are the program's declared inputs)."""
-    return [("hidden.device", data.masked_tokens(seed=90228, num_shards=devices, seqs_per_shard=3, tokens=5,
-                                                 empty=(-1,), scatter=True)),
-            ("hidden.device.full", data.masked_tokens(seed=90229, num_shards=devices, seqs_per_shard=2, tokens=8,
+    last one (its shapes are the program's declared inputs). The other cases are drawn (``drawn_shard_map_tokens``)."""
+    return [("hidden.device.full", data.masked_tokens(seed=90229, num_shards=devices, seqs_per_shard=2, tokens=8,
                                                       empty=(), scatter=False))]
-
-
-def sub_mesh_sizes_of_shard_map(devices: int) -> list[int]:
-    """test-shard-map's two meshes of fewer devices (one compilation each)."""
-    return sub_mesh_sizes(devices)[-2:]
-
-
-def mesh_tokens(size: int):
-    """test-shard-map on a mesh of ``size`` devices: 3 sequences of 5 tokens per shard."""
-    return data.masked_tokens(seed=90240 + size, num_shards=size, seqs_per_shard=3, tokens=5,
-                              empty=(0,) if size > 2 else (), scatter=True)
 
 
 # -- gradient accumulation ----------------------------------------------------------------------------------------
@@ -197,3 +186,105 @@ def accumulation_case(case: dict, devices: int) -> tuple[int, tuple]:
 def drawn_accumulation_batches(devices: int, draw: int) -> list[tuple[str, int, tuple]]:
     """test-accumulation over its contract: (record prefix, mesh size, (x, y, mask, w)) per drawn case."""
     return [(f"hidden.drawn{i}", *accumulation_case(case, devices)) for i, case in enumerate(ACCUMULATION.draw(draw))]
+
+
+# -- the masked mean, the combination and the sharded masked mean over their contracts ------------------------------
+#: masked_token_mean(token_losses, mask): (S, T) float and (S, T) bool, any S and T (S need not be a multiple of the
+#: devices); sequences with no valid token; valid tokens whose loss is exactly 0; one valid token at least. The corner:
+#: sizes other than the lesson's (2 sequences a device, 6 tokens), a number of sequences no device count divides
+#: evenly, an empty sequence and a loss of 0.
+MASKED = Contract(name="masked_token_mean", dimensions={
+    "seqs": (1, 2, 3, 5, 6, 7, 8, 9), "tokens": (1, 2, 3, 4, 5, 7, 8), "scattered": (False, True),
+    "empty_sequence": (False, True), "zero_loss": (False, True),
+}, corners=({"seqs": (5, 7, 9), "tokens": (3, 4, 5, 7, 8), "empty_sequence": True, "zero_loss": True},), extra=1)
+
+#: combine_partials(sums, counts): (k,) each, any k; shards with a count of 0 (their sum 0) anywhere, not only first;
+#: a non-empty shard whose sum is 0 (every loss 0); counts as integers or as floats. The corners: more shards than the
+#: lesson's 4 with empty ones, and a single shard.
+COMBINE = Contract(name="combine_partials", dimensions={
+    "shards": (1, 2, 3, 4, 5, 6, 7, 8), "empty_shards": (0, 1, 2), "zero_sum": (False, True),
+    "counts": ("int", "float"),
+}, corners=({"shards": (5, 6, 7, 8), "empty_shards": (1, 2), "zero_sum": True}, {"shards": 1, "zero_sum": False}),
+   extra=1)
+
+#: make_sharded_masked_mean(mesh)(token_losses, mask): (S, T) split by sequence over the mesh's devices, any S/p and T;
+#: a device without a valid token, valid tokens whose loss is 0; meshes of every size. Three programs, as before the
+#: draws (one per shape and mesh): the notebook's mesh with an empty device and a loss of 0, and two smaller meshes.
+SHARD_MAP = Contract(name="sharded_masked_mean", dimensions={
+    "mesh": ("all", "one", "half", "all_but_one"), "seqs": (1, 2, 3, 4), "tokens": (1, 2, 3, 5, 7, 8),
+    "scattered": (False, True), "device_empty": (False, True), "zero_loss": (False, True),
+}, corners=({"mesh": "all", "seqs": (1, 3, 4), "tokens": (3, 5, 7, 8), "device_empty": True, "zero_loss": True},
+            # (half the mesh is 2 devices of 4: one of them empty, the plain mean of local means is exactly half the
+            # mean, as a program that assumes four devices gives: the corner keeps the two apart)
+            {"mesh": "half", "seqs": (2, 3, 4), "tokens": (3, 5, 7, 8), "device_empty": False},
+            {"mesh": ("one", "all_but_one")}), extra=0)
+
+
+def _losses_of(losses, mask, zero_loss: bool, rng) -> None:
+    """A valid token whose loss is exactly 0 (``zero_loss``), or none, in place."""
+    if zero_loss:
+        if not ((losses == 0) & mask).any():
+            valid = np.argwhere(mask)
+            losses[tuple(valid[int(rng.integers(len(valid)))])] = 0.0
+    else:
+        losses[losses == 0] = 1.0
+
+
+def masked_case(case: dict, shards: int = 1) -> tuple:
+    """(token_losses, mask) of a drawn case of MASKED (``shards`` 1) or SHARD_MAP (split over ``shards`` devices)."""
+    empty = (int(np.random.default_rng(case["seed"] + 2).integers(shards)),) \
+        if case.get("device_empty") and shards > 1 else ()
+    losses, mask = data.masked_tokens(seed=case["seed"], num_shards=shards, seqs_per_shard=case["seqs"],
+                                      tokens=case["tokens"], empty=empty, scatter=case["scattered"])
+    rng = np.random.default_rng(case["seed"] + 1)
+    row = None
+    if case.get("empty_sequence") and len(mask) > 1:
+        row = int(rng.integers(len(mask)))
+        kept = mask[row].copy()
+        mask[row] = False
+        if not mask.any():  # the batch's one valid token moves to another sequence
+            mask[(row + 1) % len(mask), int(np.argmax(kept))] = True
+    _losses_of(losses, mask, case["zero_loss"], rng)
+    if not (losses[mask] != 0).any():  # a mean of 0 tells no mistake apart: one valid token with a loss that is not 0
+        usable = ~mask & (losses != 0) & mask.reshape(shards, -1).any(axis=1).repeat(len(mask) // shards)[:, None]
+        if row is not None:
+            usable[row] = False  # the empty sequence stays empty
+        free = np.argwhere(usable)
+        if len(free):
+            mask[tuple(free[int(rng.integers(len(free)))])] = True
+        else:
+            losses[mask] = 1.5
+    return losses, mask
+
+
+def drawn_masked_tokens(draw: int) -> list[tuple[str, tuple]]:
+    """test-masked-mean over its contract: (record prefix, (token_losses, mask)) per drawn case."""
+    return [(f"hidden.drawn{i}", masked_case(case)) for i, case in enumerate(MASKED.draw(draw))]
+
+
+def combine_case(case: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(sums, counts) of a drawn case of COMBINE: shards emptied at drawn places, one non-empty shard left."""
+    rng = np.random.default_rng(case["seed"])
+    k = case["shards"]
+    counts = rng.integers(1, 9, size=k)
+    empty = rng.permutation(k)[:min(case["empty_shards"], k - 1)]
+    counts[empty] = 0
+    sums = np.round(counts * rng.uniform(0.5, 2.5, size=k), 2)
+    if case["zero_sum"]:
+        full = np.flatnonzero(counts)
+        sums[full[int(rng.integers(len(full)))]] = 0.0  # (every valid loss 0 where it is the only one: a mean of 0)
+    return sums, counts.astype(np.float64 if case["counts"] == "float" else np.int64)
+
+
+def drawn_partials(draw: int) -> list[tuple[str, tuple]]:
+    """test-combine over its contract: (record prefix, (sums, counts)) per drawn case."""
+    return [(f"hidden.drawn{i}", combine_case(case)) for i, case in enumerate(COMBINE.draw(draw))]
+
+
+def drawn_shard_map_tokens(devices: int, draw: int) -> list[tuple[str, int, tuple]]:
+    """test-shard-map over its contract: (record prefix, mesh size, (token_losses, mask)) per drawn case."""
+    drawn = []
+    for i, case in enumerate(SHARD_MAP.draw(draw)):
+        size = mesh_size(case["mesh"], devices)
+        drawn.append((f"hidden.drawn{i}", size, masked_case(case, size)))
+    return drawn
