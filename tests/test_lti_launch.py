@@ -16,6 +16,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import resource
 import signal
 import subprocess
@@ -29,9 +30,10 @@ import requests
 from jwcrypto.jwk import JWK
 
 from grader.hub import lti
-from lms_platform import CLIENT_ID, DEPLOYMENT, ISSUER, ROLE, Platform
+from grader.lms import keys as lms_keys
+from lms_platform import CLIENT_ID, COURSE, DEPLOYMENT, ISSUER, ROLE, Platform
 from test_browser import ARTIFACTS, BROWSER, ROOT, _setup_browser, _stop
-from test_hub import hub_prerequisites, start_hub
+from test_hub import VENV_BIN, _as_instructor, hub_prerequisites, start_hub
 
 SRV = Path("/srv/jax-course-lti")
 MADE = ("lti-kim", "lti-tam", "lti-ines")  # the accounts the launches make (removed before and after)
@@ -46,6 +48,17 @@ PEOPLE = {  # the LMS's users: login_hint -> their claims
     "odd": {"sub": "0dd", "roles": [ROLE + "Learner"], "custom": {"login_id": "x'; rm -rf ~"}},
     "mentor": {"sub": "m3ntor", "roles": [ROLE + "Mentor"], "custom": {"login_id": "lti-mentor"}},
 }
+
+
+ASSIGNMENT = "sharded_step"
+
+
+def _as_learner(user: str, *argv: str) -> subprocess.CompletedProcess:
+    """A command as the learner, in their home, with their server's environment (nbgrader reads the hub's config)."""
+    home = pwd.getpwnam(user).pw_dir
+    return subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin", f"HOME={home}",
+                           "LANG=C.UTF-8", f"JUPYTER_CONFIG_PATH={SRV / 'learner-config'}", *argv],
+                          cwd=home, capture_output=True, text=True, timeout=300)
 
 
 def _forget_accounts() -> None:
@@ -85,13 +98,18 @@ def test_a_launch_from_the_lms_opens_the_learners_server_and_forged_replayed_exp
     _setup_browser()
     began, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     _forget_accounts()
-    lms = Platform({"keys": []}).start()
+    lms = Platform(lms_keys.jwks(tmp_path / "keys")).start()  # the tool's key registered, for the grades it posts
     lms.people.update(PEOPLE)
     (tmp_path / "lti.toml").write_text(
         f'issuer = "{ISSUER}"\nclient_id = "{CLIENT_ID}"\ndeployment_ids = ["{DEPLOYMENT}"]\n'
         f'key_set_url = "{lms.url}/jwks"\nauth_login_url = "{lms.url}/authorize"\n')
+    (tmp_path / "lms.toml").write_text(  # grades passed back under the launch's sub (the hub's lti-users.csv)
+        f'issuer = "{ISSUER}"\nclient_id = "{CLIENT_ID}"\ndeployment_id = "{DEPLOYMENT}"\n'
+        f'auth_token_url = "{lms.url}/token"\nkey_set_url = "{lms.url}/jwks"\nlineitems_url = "{lms.url}{COURSE}"\n'
+        f'key_folder = "{tmp_path / "keys"}"\nusers = "{SRV / "hub" / "lti-users.csv"}"\n')
     log_path = ARTIFACTS / "lti-hub.log"
-    hub, url, _ = start_hub(SRV, log_path, "--workers", "1", "--cull-idle", "0", "--lti", str(tmp_path / "lti.toml"))
+    hub, url, _ = start_hub(SRV, log_path, "--workers", "1", "--cull-idle", "0", "--lti", str(tmp_path / "lti.toml"),
+                            "--lms", str(tmp_path / "lms.toml"))
     try:
         # the LMS administrator's fields, as the hub printed them
         started = log_path.read_text()
@@ -122,6 +140,24 @@ def test_a_launch_from_the_lms_opens_the_learners_server_and_forged_replayed_exp
         state = SRV / "hub"
         store = json.loads((state / "lti-accounts.json").read_text())
         assert store["a1b2c3-kim"]["account"] == "lti-kim" and store["a1b2c3-kim"]["name"] == "Kim <b>Lee</b>"
+
+        # The launched learner fetches and submits (as their account, as their server's Assignment List does); the
+        # grading service grades it and the LMS's gradebook shows the score under the launch's sub (AGS)
+        _as_instructor(str(VENV_BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force", course=SRV / "course")
+        home = Path(pwd.getpwnam("lti-kim").pw_dir)
+        assert _as_learner("lti-kim", "nbgrader", "fetch_assignment", ASSIGNMENT).returncode == 0
+        answer = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        answer.write_bytes((ROOT / "samples" / "submitted" / "ada" / ASSIGNMENT / answer.name).read_bytes())
+        submitted = _as_learner("lti-kim", "nbgrader", "submit", ASSIGNMENT)
+        assert submitted.returncode == 0, submitted.stderr[-2000:]
+        deadline = time.monotonic() + 240
+        while (graded := re.search(rf"serve: lti-kim/{ASSIGNMENT}: graded (\d+)/", log_path.read_text())) is None:
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        while (ASSIGNMENT, "a1b2c3-kim") not in lms.gradebook():  # posted after the publish (or within 30 s)
+            assert time.monotonic() < deadline + 60, (lms.gradebook(), log_path.read_text()[-3000:])
+            time.sleep(0.5)
+        assert lms.gradebook()[(ASSIGNMENT, "a1b2c3-kim")][0] == float(graded.group(1)), lms.gradebook()
 
         # Made or matched, groups from the role; the sub is the key, so a changed login keeps the account.
         for person, account, groups in (("ada", "ada", {"jdt-learners"}), ("tam", "lti-tam", {"jdt-graders"}),
