@@ -94,6 +94,15 @@ def test_a_step_runs_on_the_graders_own_inputs(blobs, tmp_path):
     assert run.in_shardings == run.expected_in_shardings
     assert all(o.replicated and len(o.shard_shapes) == 4 and o.shards_consistent for o in run.outputs)
     assert run.compiled_collectives.get("all_reduce", 0) >= 1 and "all_gather" not in run.compiled_collectives
+    # the inputs come from the programs' own bytes: the same programs, the same inputs, in any grading on any machine
+    # (a regrade or a cluster's worker says the same "off by"); another program, other inputs
+    from grader.programs.launch import _seed, fresh_inputs
+
+    seed = _seed({"step": blobs["step"]}, [Program("step", 4, STEP)])
+    again = fresh_inputs(Program("step", 4, STEP), np.random.default_rng(seed))
+    assert all(np.array_equal(a, b) for a, b in zip(run.inputs, again))
+    assert seed != _seed({"step": blobs["doubled"]}, [Program("step", 4, STEP)])
+    assert seed != _seed({"step": blobs["step"]}, [Program("step", 2, STEP)])
 
 
 @pytest.mark.skipif(not ROOT, reason="the compilation cache is bound into sealed runners (root) only")

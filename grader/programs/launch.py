@@ -1,7 +1,9 @@
 """Run the programs a notebook recorded, in a sandbox of their own, on inputs drawn here.
 
-The steps, in order: draw fresh inputs for every declared program (from a
-seed the kernel never saw), write the request into a new sandbox's home,
+The steps, in order: draw inputs for every declared program (from a seed the
+kernel never saw: the SHA-256 of the programs' own bytes, so a program cannot
+be made to know the inputs it will get, and the same programs get the same
+inputs in every grading, on any machine), write the request into a new sandbox's home,
 run ``grader.programs.runner`` there confined like a kernel (as root: its own
 namespaces, private root, seccomp and a leased uid), then read its verdict
 as untrusted data: every field is checked and anything malformed becomes
@@ -12,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -269,6 +270,21 @@ EXPORT_ERRORS = {
                  "not arrays",
 }
 
+def _seed(blobs: dict[str, str], programs: list[Program]) -> int:
+    """The inputs' seed: the SHA-256 of every recorded program's bytes and declaration. A program that answered
+    only the inputs it will get would have to know a hash of its own bytes; a regrade, a cluster's worker and the
+    local grader draw the same inputs for the same programs (messages that say how far off a value is agree)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for program in sorted(programs, key=lambda p: p.key):
+        blob = blobs.get(program.key)
+        digest.update(f"{program.key}\0{program.mesh}\0".encode())
+        digest.update(blob.encode() if isinstance(blob, str) else b"\1")
+        digest.update(b"\0")
+    return int.from_bytes(digest.digest()[:16], "big")
+
+
 def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: int, settings,
                  zygote=None, fill_cache: Path | None = None, judged=None) -> dict[str, ProgramRun]:
     """``ProgramRun`` per declared program; programs the kernel did not record get an error run.
@@ -279,7 +295,7 @@ def run_programs(blobs: dict[str, str], programs: list[Program], num_devices: in
     in the run is not run again (its run is reused), and this notebook's clean runs are kept for later ones; one that
     another notebook is running at this moment is waited for and reused when it ran cleanly (else run here).
     """
-    rng = np.random.default_rng(secrets.randbits(128))
+    rng = np.random.default_rng(_seed(blobs, programs))
     runs: dict[str, ProgramRun] = {}
     present, claimed, waiting = [], [], []
     for program in programs:
