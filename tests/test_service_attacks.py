@@ -305,16 +305,18 @@ def test_a_feedback_link_in_a_course_folder_a_learner_owns_is_not_followed(tmp_p
     assert not list(private.iterdir()), "the service wrote a page through a link, outside the exchange"
 
 
-def test_a_folder_the_service_cannot_decide_does_not_stop_the_others(tmp_path, monkeypatch):
+def test_a_folder_the_service_cannot_decide_does_not_stop_the_others_and_is_tried_again(tmp_path, monkeypatch):
     """A failure while deciding one folder (a full disk, a file that vanished mid-copy) is said in the log and the
-    scan goes on: every other learner's submission is still taken."""
-    service = _service(tmp_path, monkeypatch)
-    first = _submission(_inbound(tmp_path), getpass.getuser())
-    second = _submission(_inbound(tmp_path), getpass.getuser())
-    copy = exchange.copy_notebook
+    scan goes on: every other learner's submission is still taken. The folder is tried again on the next scans, its
+    place among the learner's pending attempts given back meanwhile (a full disk cost no attempt), and taken once the
+    disk has room; one that keeps failing is left for the instructor's collect after ``DECIDE_TRIES`` scans."""
+    service = _service(tmp_path, monkeypatch, policy=Policy(1, 24.0))
+    first = _submission(_inbound(tmp_path), getpass.getuser(), "sharded_step")
+    second = _submission(_inbound(tmp_path), getpass.getuser(), "collectives")
+    copy, full = exchange.copy_notebook, {"disk": True}
 
     def failing(opened, *args):
-        if opened.folder == min(first, second):
+        if opened.folder == first and full["disk"]:
             raise OSError(28, "No space left on device")
         return copy(opened, *args)
 
@@ -322,8 +324,21 @@ def test_a_folder_the_service_cannot_decide_does_not_stop_the_others(tmp_path, m
     log = io.StringIO()
     with contextlib.redirect_stderr(log):
         service.scan()
-    assert "No space left on device" in log.getvalue()
-    assert len(service.pool.tasks) == 1 and {first.name, second.name} <= service.known
+    assert "No space left on device" in log.getvalue() and f"tried again next (1 of {app.DECIDE_TRIES})" in log.getvalue()
+    assert len(service.pool.tasks) == 1 and second.name in service.known and first.name not in service.known
+    assert not any(service.pending.get((getpass.getuser(), "sharded_step"), []))  # no attempt taken by the failure
+    full["disk"] = False
+    _quiet_scan(service)  # room again: taken, within the one attempt the policy allows
+    assert len(service.pool.tasks) == 2 and first.name in service.known
+
+    stuck = _submission(_inbound(tmp_path), getpass.getuser(), "local_mean_diagnosis")
+    monkeypatch.setattr(exchange, "copy_notebook", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    for _ in range(app.DECIDE_TRIES - 1):
+        _quiet_scan(service)
+        assert stuck.name not in service.known
+    with contextlib.redirect_stderr(log):
+        service.scan()
+    assert stuck.name in service.known and "left in the exchange for the instructor's own collect" in log.getvalue()
 
 
 LEARNER_UIDS = (61901, 61902)  # two accounts of their own (no name needed): the victim and the attacker
@@ -414,7 +429,7 @@ SERVE_UNDER_FLOOD = textwrap.dedent('''
     import sys
     from pathlib import Path
     from grader.layout import Course
-    from grader.service import app
+    from grader.service import app, commands
     from grader.service.attempts import Policy
     from grader.submission.pipeline import Settings
     class Pool:  # no kernels: the loop, the refusals and the stop are what is measured
@@ -426,7 +441,7 @@ SERVE_UNDER_FLOOD = textwrap.dedent('''
     tmp = Path(sys.argv[1])
     options = app.Options(exchange=tmp / "exchange", course_id="course", out=tmp / "out", port=None,
                           policy=Policy())
-    sys.exit(app.serve(Course.default(), options, Settings(out=tmp / "out")))
+    sys.exit(commands.serve(Course.default(), options, Settings(out=tmp / "out")))
 ''')
 
 

@@ -14,14 +14,13 @@ The loop, in order, for every new folder in the exchange's inbound directory:
    notebook and feedback into ``{out}``, ``grades.csv``/``results.json`` rebuilt, and with ``--gradebook`` nbgrader's
    database (hand grades already entered stay).
 
-The same process answers ``POST /validate`` (Validate's named diagnoses, ``validation``) and ``GET /status`` on a
-loopback port (``routes``).
+The same process answers Validate, regrade requests, due dates and status on its port (``routes``). A folder that
+could not be decided (a full disk, a vanished file) is tried again on the next scans, ``DECIDE_TRIES`` in all.
 """
 from __future__ import annotations
 
 import dataclasses
 import queue
-import signal
 import shutil
 import sys
 import threading
@@ -35,14 +34,14 @@ from grader.submission import history
 from grader.service import exchange, pages
 from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
                                      content_digest, counting, decide)
-from grader.service.routes import Server, handler
 from grader.service.pool import ClusterPool, Pool, Task
 from grader.submission.gradebook import Gradebook
 from grader.submission import timestamps
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
 from grader.submission.pipeline import Job, Settings, notebook_name
 
-DEFAULT_PORT = 47080  # loopback only
+DEFAULT_PORT = 47080  # on loopback, or on the site's address over HTTPS (serve --host)
+DECIDE_TRIES = 5  # scans a folder whose decision failed is tried in, before it is left for the instructor's collect
 SUBMIT_GRACE_S = 30.0  # how long a folder without its submission_secret.txt is taken for one still being written
 MAX_PER_SCAN = 100  # folders looked at per scan (four scans a second), in turns across accounts
 LMS_TICK_S = 30.0  # with an LMS: how often totals changed outside the service (hand grades, appeals) are posted
@@ -78,6 +77,7 @@ class Service:
         self.refusals = Refusals(self.state / "refused")
         self.known = self.ledger.seen() | self.refusals.seen()
         self.first_seen: dict[str, float] = {}  # folders waiting for their secret: when this service first saw them
+        self.failed: dict[str, int] = {}  # folders whose decision raised: how many times (DECIDE_TRIES)
         self.decided: dict[str, int] = {}  # decisions per owning account in this run (fair turns within a scan)
         self.listing: dict[str, exchange.Arrival] = {}  # undecided folders, each looked at once
         self.pending: dict[tuple[str, str], list[float]] = {}  # graded attempts decided but not finished
@@ -130,9 +130,11 @@ class Service:
             try:
                 decided = self.take(arrival, time.time())
             except Exception as error:  # noqa: BLE001 - one folder (a full disk, a vanished file) never stops the loop
-                print(f"serve: {arrival.shown}: could not be decided ({type(error).__name__}: {error}); it is left "
-                      "in the exchange for the instructor's own collect", file=sys.stderr, flush=True)
-                decided = True
+                tries = self.failed[arrival.name] = self.failed.get(arrival.name, 0) + 1
+                decided = tries >= DECIDE_TRIES
+                print(f"serve: {arrival.shown}: could not be decided ({type(error).__name__}: {error}); " + (
+                      "it is left in the exchange for the instructor's own collect" if decided else
+                      f"tried again next ({tries} of {DECIDE_TRIES})"), file=sys.stderr, flush=True)
             if decided:
                 self.known.add(arrival.name)
                 self.first_seen.pop(arrival.name, None)
@@ -165,21 +167,32 @@ class Service:
             if not decision.grade:
                 self._over_limit(arrival, now, decision, secret, notebook)
                 return True
-            number = len(self.ledger.attempts(*key)) + len(self.pending[key])
-            folder = attempt_folder(self.state, arrival.student_id, arrival.assignment_id, arrival.name, number)
-            submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
-            shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
-            # Due dates: the later of the learner's time and the service's own, so an edited timestamp.txt (or folder
-            # name) cannot backdate a submission. It arrived when first seen (a folder waiting for its secret).
-            seen = now - (time.monotonic() - self.first_seen[arrival.name]) if arrival.name in self.first_seen else now
-            stamp, note = timestamps.later_of(arrival.timestamp, seen)
-            exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), stamp, submitted, MAX_NOTEBOOK_BYTES)
+            try:
+                folder, submitted, note = self._copy(arrival, opened, key, now)
+            except BaseException:  # not taken after all: its place among the pending attempts is given back
+                with self.lock:
+                    self.pending[key].remove(now)
+                raise
         if note:
             print(f"serve: {arrival.shown}: {note}", file=sys.stderr, flush=True)
         job = Job(arrival.student_id, arrival.assignment_id, submitted)
         settings = dataclasses.replace(self.settings, out=folder)
         self.pool.submit(Task(job, settings, lambda result: self.finished(arrival, secret, now, folder, result, note)))
         return True
+
+    def _copy(self, arrival: exchange.Arrival, opened, key: tuple[str, str], now: float):
+        """The attempt's folder, with the submitted notebook copied in from the opened folder: (folder, the
+        submission's folder in it, a note on its time stamp)."""
+        number = len(self.ledger.attempts(*key)) + len(self.pending[key])
+        folder = attempt_folder(self.state, arrival.student_id, arrival.assignment_id, arrival.name, number)
+        submitted = folder / "submitted" / arrival.student_id / arrival.assignment_id
+        shutil.rmtree(folder, ignore_errors=True)  # a half-graded attempt of a service that stopped
+        # Due dates: the later of the learner's time and the service's own, so an edited timestamp.txt (or folder
+        # name) cannot backdate a submission. It arrived when first seen (a folder waiting for its secret).
+        seen = now - (time.monotonic() - self.first_seen[arrival.name]) if arrival.name in self.first_seen else now
+        stamp, note = timestamps.later_of(arrival.timestamp, seen)
+        exchange.copy_notebook(opened, notebook_name(arrival.assignment_id), stamp, submitted, MAX_NOTEBOOK_BYTES)
+        return folder, submitted, note
 
     def _refuse(self, arrival: exchange.Arrival, now: float, reason: str, secret: str | None) -> None:
         """Not anyone's submission: recorded under the account that owns the folder, never in a learner's ledger."""
@@ -410,41 +423,3 @@ class Service:
         self.lms_due.set()
         if self.lms is not None:
             self.lms.join(timeout=30)  # a round in flight ends within its requests' timeouts
-
-
-def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
-    """Run until interrupted (``once``: grade what is in the exchange now, then stop)."""
-    from grader.lms.config import ConfigError
-
-    try:
-        service = Service(course, options, settings)
-    except (exchange.UnsafeExchange, ConfigError) as error:
-        print(f"serve: {error}", file=sys.stderr, flush=True)
-        return 2
-    server = None
-    if options.port is not None and not once:
-        server = Server((options.host, options.port), handler(service), tls=options.tls)
-        threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
-    print(f"serve: watching {exchange.course_dir(options.exchange, options.course_id) / 'inbound'}; "
-          f"{options.policy.describe()}; {options.workers} warm kernel(s)" + (f"; Validate's diagnoses on "
-          f"{'https' if options.tls else 'http'}://{options.host}:{options.port}/validate" if server else ""),
-          file=sys.stderr, flush=True)
-    delivered_at = 0.0
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a hub's or kill's stop, as Ctrl-C does
-    try:
-        while True:
-            if time.monotonic() - delivered_at > 2.0:
-                service.deliver_answers()
-                delivered_at = time.monotonic()
-            found = service.scan()
-            if once and not found and service.idle() and not service.still_arriving():
-                return 0
-            time.sleep(options.poll_s)
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
-        if server is not None:
-            server.shutdown()
-        service.close()
-        signal.signal(signal.SIGTERM, previous)

@@ -1,4 +1,5 @@
-"""``python -m grader serve``: its options, and the service they start (``grader.service.app.serve``)."""
+"""``python -m grader serve``: its options, and the process they start (``serve``: the routes on their thread and
+the loop of ``grader.service.app.Service``, until Ctrl-C)."""
 from __future__ import annotations
 
 import os
@@ -54,7 +55,7 @@ def add_commands(sub, port: int) -> None:
 
 
 def run(args) -> int:
-    from grader.service.app import Options, serve
+    from grader.service.app import Options
     from grader.classroom.batch import default_workers
     from grader.programs.judged import Judged
     from grader.service.attempts import Policy
@@ -121,3 +122,49 @@ def listening_tls(host: str, cert: Path | None, key: Path | None):
     except (OSError, ssl.SSLError) as error:
         raise ValueError(f"--tls-cert {cert} / --tls-key {key} could not be loaded: {error}") from None
     return context
+
+
+def serve(course: Course, options: Options, settings: Settings, *, once: bool = False) -> int:
+    """Run until interrupted (``once``: grade what is in the exchange now, then stop): the routes on their own
+    thread, then the loop that scans the exchange and delivers regrade answers; Ctrl-C or SIGTERM stops both."""
+    import signal
+    import threading
+    import time
+
+    from grader.lms.config import ConfigError
+    from grader.service import exchange
+    from grader.service.app import Service
+    from grader.service.routes import Server, handler
+
+    try:
+        service = Service(course, options, settings)
+    except (exchange.UnsafeExchange, ConfigError) as error:
+        print(f"serve: {error}", file=sys.stderr, flush=True)
+        return 2
+    server = None
+    if options.port is not None and not once:
+        server = Server((options.host, options.port), handler(service), tls=options.tls)
+        threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
+    print(f"serve: watching {exchange.course_dir(options.exchange, options.course_id) / 'inbound'}; "
+          f"{options.policy.describe()}; {options.workers} warm kernel(s)" + (f"; Validate's diagnoses on "
+          f"{'https' if options.tls else 'http'}://{options.host}:{options.port}/validate" if server else ""),
+          file=sys.stderr, flush=True)
+    delivered_at = 0.0
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a hub's or kill's stop, as Ctrl-C does
+    try:
+        while True:
+            if time.monotonic() - delivered_at > 2.0:
+                service.deliver_answers()
+                delivered_at = time.monotonic()
+            found = service.scan()
+            if once and not found and service.idle() and not service.still_arriving():
+                return 0
+            time.sleep(options.poll_s)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+        if server is not None:
+            server.shutdown()
+        service.close()
+        signal.signal(signal.SIGTERM, previous)
