@@ -1,9 +1,14 @@
 """The class on a hub whose learners' servers are Slurm jobs (``python -m grader hub --spawner slurm``), and attacks by
 one learner on another there.
 
-One hub for the module, with its own class folders (``COURSE_HUB_SRV``, wiped first) on free loopback ports, started as
-``make hub ARGS="--spawner slurm --cull-idle 60"`` starts it, on the one-machine Slurm of ``python -m grader slurm up``
-(the ``slurm`` fixture: a controller and two nodes). In order:
+One hub for the module, with its own class folders (``COURSE_HUB_SRV``, wiped first), started as a site starts it:
+``make hub ARGS="--spawner slurm --site-address 10.77.0.1 --ssl-cert ... --ssl-key ... --roster canvas.csv"``, on
+the one-machine Slurm of ``python -m grader slurm up --separate-hosts`` (the ``slurm`` fixture: a controller and two
+nodes, each a host of its own in its own network namespace, reaching the head only at 10.77.0.1). Learners open the
+hub over HTTPS with a certificate of the test's own CA, which every client here trusts alone; the hub's API, the
+proxy and the servers on the nodes verify each other with JupyterHub's internal TLS, and the grading service answers
+the nodes over HTTPS too. The class comes from a Canvas roster, with no course password: the test sets the learners'
+own logins, as a site's directory holds them. In order:
 
 * the class in Debian's Chromium: chen and dana log in through the hub's login page, each server a Slurm job under
   that learner's account (``squeue``, and ``/proc`` as the test reads them), fetch, save an answer and Submit in the
@@ -39,6 +44,7 @@ from test_hub import (VENV_BIN, _as_instructor, _fresh_learner, _step, _stop, hu
                       stop_leaves_nothing)
 
 SRV = Path("/srv/jax-course-slurm")
+LEARNERS = ("ada", "blake", "chen", "dana")  # enrolled from a Canvas roster
 ARTIFACTS = ROOT / "test-artifacts" / "hub-on-slurm"
 CULL_IDLE = 60  # seconds: the hub's --cull-idle (kernels at half of it)
 
@@ -76,9 +82,12 @@ def hub(slurm, tmp_path_factory):
     trusted = {"REQUESTS_CA_BUNDLE": str(ca), "NODE_EXTRA_CA_CERTS": str(ca), "CHROMIUM_TRUSTED_SPKI": pin}
     saved = {name: os.environ.get(name) for name in trusted}
     os.environ.update(trusted)
+    roster = chain.parent / "canvas-gradebook.csv"  # the class as Canvas exports it: no password comes with it
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n" + "".join(
+        f'"{name.title()}, Learner",{40101 + n},S{n},{name},A\n' for n, name in enumerate(LEARNERS)))
     process, url, service_port = start_hub(SRV, log_path, "--workers", "1", "--spawner", "slurm", "--cull-idle",
                                            str(CULL_IDLE), "--grading-jobs", "1", "--site-address", hosts.HEAD,
-                                           "--ssl-cert", str(chain), "--ssl-key", str(key))
+                                           "--ssl-cert", str(chain), "--ssl-key", str(key), "--roster", str(roster))
     assert url.startswith("https://")
     try:
         passwords = {}
@@ -86,6 +95,10 @@ def hub(slurm, tmp_path_factory):
             if ":" in line and not line.startswith("#"):
                 name, word = line.split(":", 1)
                 passwords[name] = word
+        assert set(passwords) == {"instructor"}, "a learner enrolled from the LMS's roster got a course password"
+        # the learners' own logins, as the site's directory holds them (the course gives them none)
+        passwords.update({name: secrets.token_urlsafe(12) for name in LEARNERS})
+        subprocess.run(["chpasswd"], input="".join(f"{n}:{passwords[n]}\n" for n in LEARNERS), text=True, check=True)
         yield Hub(url, passwords, requests, service_port, process, log_path)
     finally:
         _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
