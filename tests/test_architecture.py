@@ -13,8 +13,11 @@
     learner (the learner's JupyterLab server extension: rank of the vocabulary's neighbours; it runs on the
              learner's side and imports nothing that judges)
 
-A module may import its own package, the vocabulary, and packages of a lower rank only, so there is no cycle and
-nothing imports upward; no module is longer than about 400 lines.
+    term (a term's records)    lms (grades passed back to the LMS)
+
+A module may import its own package, the vocabulary, and packages of a lower rank only, so nothing imports upward;
+no two modules import each other, even through others or inside a function (no cycle); no module is longer than
+450 lines; ``grader/__init__.py``'s map names every package.
 """
 from __future__ import annotations
 
@@ -86,3 +89,48 @@ def test_no_module_is_a_god_module(path):
 def test_every_package_says_what_it_is_for():
     for init in PACKAGE.glob("*/__init__.py"):
         assert ast.get_docstring(ast.parse(init.read_text())), f"{init.parent.name}/__init__.py has no docstring"
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The grader modules ``path`` imports anywhere in it (in a function too); ``from package import submodule`` is
+    the submodule, not the package."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "grader":
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & modules
+            names_only = len(submodules) < len(node.names)
+            found |= submodules | ({node.module} & modules if names_only else set())
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names} & modules
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No circle, however indirect and however late the import: the judges once re-exported the loader that imports
+    them (issue 59)."""
+    files = {".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+             for path in PACKAGE.rglob("*.py")}
+    graph = {name: _imports(path, set(files)) - {name} for name, path in files.items()}
+    done: set[str] = set()
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            raise AssertionError(f"an import circle: {' -> '.join(trail[trail.index(name):] + [name])}")
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, trail + [name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_the_package_map_names_every_package():
+    """``grader/__init__.py``'s map, the README's and the architecture page's name every package there is."""
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    documented = {"grader/__init__.py": (PACKAGE / "__init__.py").read_text(),
+                  "docs/explanation/architecture.md": (ROOT / "docs" / "explanation" / "architecture.md").read_text()}
+    for where, text in documented.items():
+        missing = sorted(name for name in packages if f"{name}/" not in text)
+        assert not missing, f"{where} does not name {missing}"

@@ -7,7 +7,7 @@ import pytest
 from grader import cells
 from grader.course.figures import stale_figures
 from grader.course.generate import stale
-from grader.submission.judge import load_rubric
+from grader.submission.rubric_loading import load_rubric
 from grader.course.samples import stale_samples
 
 

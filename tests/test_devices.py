@@ -17,7 +17,8 @@ import pytest
 
 from grader import cells
 from grader.course.execute import execute
-from grader.submission.judge import Evidence, load_rubric
+from grader.submission.judge import Evidence
+from grader.submission.rubric_loading import load_rubric
 from grader.layout import ASSIGNMENTS
 from grader.submission.pipeline import Settings, by_test, declared_programs, recorded_programs
 from grader.programs.launch import run_programs

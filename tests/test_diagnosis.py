@@ -17,7 +17,8 @@ import pytest
 
 from coursekit.meshes import rebound, sub_mesh_sizes
 from coursekit.record import encode
-from grader.submission.judge import Evidence, Mismatch, denominator_mistakes, load_rubric
+from grader.submission.judge import Evidence, Mismatch, denominator_mistakes
+from grader.submission.rubric_loading import load_rubric
 from grader.visible_checks import visible_check
 from grader.layout import ASSIGNMENTS
 from grader.submission.records import decode

@@ -25,7 +25,8 @@ from grader.layout import Course
 from grader.nbgrader_adapter.manual_grades import ManualGrade
 from grader.results import NotebookResult, Status, TestResult as Outcome
 from grader.submission import feedback, order
-from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, load_rubric
+from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric
+from grader.submission.rubric_loading import load_rubric
 from grader.submission.records import decode
 from grader.submission.sanitize import sanitize_notebook
 from coursekit.record import encode

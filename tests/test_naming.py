@@ -17,7 +17,8 @@ from coursekit.meshes import sub_mesh_sizes
 from coursekit.record import encode
 from grader.layout import Course
 from grader.programs import Output, ProgramRun
-from grader.submission.judge import Evidence, load_rubric
+from grader.submission.judge import Evidence
+from grader.submission.rubric_loading import load_rubric
 from grader.submission.records import decode
 
 P = 4

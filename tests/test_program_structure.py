@@ -625,7 +625,7 @@ def test_constants_of_any_type_are_read_and_hide_no_function():
 # -- every exported program held to its expectations as data (issue 58, item 2) ---------------------------------------
 def _rubric_module(assignment: str):
     from grader.layout import Course
-    from grader.submission.judge import load_rubric
+    from grader.submission.rubric_loading import load_rubric
 
     load_rubric(Course.default().rubric(assignment))
     return sys.modules[f"_course_rubric_{assignment}.rubric"]

@@ -33,7 +33,8 @@ from conftest import CORPUS_LIMITS
 from grader.classroom import batch
 from grader.submission import feedback
 from grader.submission.gradebook import path_part
-from grader.submission.judge import Evidence, load_rubric, shown_shape
+from grader.submission.judge import Evidence, shown_shape
+from grader.submission.rubric_loading import load_rubric
 from grader.layout import Course
 from grader.submission.pipeline import Job, Settings, prepare
 from grader.submission.records import MIME_TYPE, RecordError, Recorded, decode

@@ -525,7 +525,7 @@ def test_appeals_listing_and_service_log_show_learner_text_on_one_line(tmp_path)
 def test_a_running_grader_judges_with_the_rubric_as_it_is_on_disk_now(tmp_path):
     """A test fixed during the term (the rubric, or a sibling module it imports) is what the next grading uses, in
     the same process: no restart of the service. Unchanged files keep the import (the same object comes back)."""
-    from grader.submission.judge import load_rubric
+    from grader.submission.rubric_loading import load_rubric
 
     folder = tmp_path / "term_reload_assignment"
     folder.mkdir()

@@ -20,7 +20,8 @@ from grader.cells import HIDDEN
 from grader.layout import Course
 from grader.service import validation
 from grader.service.validation import NotShown, ShownEvidence, handle, visible_keys
-from grader.submission.judge import Evidence, Mismatch, load_rubric
+from grader.submission.judge import Evidence, Mismatch
+from grader.submission.rubric_loading import load_rubric
 
 COURSE = Course.default()
 

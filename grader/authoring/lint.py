@@ -97,7 +97,7 @@ def expected_messages(course: Course, name: str) -> tuple[list[str], int, int]:
 
 def static(course: Course, name: str, report: Report, num_devices: int):
     """The checks that read files only; returns the rubric (None when it could not be loaded)."""
-    from grader.submission.judge import load_rubric
+    from grader.submission.rubric_loading import load_rubric
 
     source = course.read_source(name)
     tests = {cells.grade_id(c): c for c in source.cells if cells.is_autograded_test(c)}

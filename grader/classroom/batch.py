@@ -34,7 +34,7 @@ from pathlib import Path
 from grader import cells, identifiers
 from grader.submission.gradebook import Gradebook
 from grader.submission.intake import InvalidSubmission, fingerprint, locate, shown_name
-from grader.submission.judge import load_rubric
+from grader.submission.rubric_loading import load_rubric
 from grader.classroom.identical import Identical, notebook_key, repeats_last
 from grader.kernel.run import Execution, SandboxError, run_in, start_kernel, stop_kernel
 from grader.layout import Course

@@ -20,7 +20,7 @@ from grader.layout import Course
 from grader.results import NotebookResult
 from grader.sandbox import scratch
 from grader.sandbox.zygote import Zygote
-from grader.submission.judge import load_rubric
+from grader.submission.rubric_loading import load_rubric
 from grader.submission.pipeline import Job, Settings
 
 

@@ -32,7 +32,8 @@ import nbformat
 from grader import cells, raised
 from grader.cells import HIDDEN, record_keys as visible_keys  # the keys a test cell's visible code records
 from grader.layout import Course
-from grader.submission.judge import NOT_REACHED, Evidence, Mismatch, Rubric, load_rubric
+from grader.submission.judge import NOT_REACHED, Evidence, Mismatch, Rubric
+from grader.submission.rubric_loading import load_rubric
 from grader.submission.records import MIME_TYPE, records_of_cell
 from grader.visible_checks import visible_check
 

@@ -204,5 +204,3 @@ def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, argumen
 
     rubric.judges[grade_id] = judge_then_inputs
 
-
-from grader.submission.rubric_loading import load_rubric  # noqa: E402,F401  (re-exported: the callers' name)

@@ -1,6 +1,6 @@
 """Import an assignment's rubric (trusted instructor code) as it is on disk now: ``load_rubric``.
 
-Kept apart from the judges (``grader.submission.judge``, which re-exports ``load_rubric``): importing a package
+Kept apart from the judges (``grader.submission.judge``, which this module alone imports, lazily): importing a package
 from a folder, and noticing when the instructor changed it, is a job of its own.
 """
 from __future__ import annotations
