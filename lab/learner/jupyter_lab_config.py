@@ -32,3 +32,16 @@ c.MappingKernelManager.allowed_message_types = [
     "interrupt_request", "shutdown_request", "create_subshell_request", "delete_subshell_request",
     "list_subshell_request",
 ]
+
+# The kernels talk to this server over Unix sockets in the learner's own runtime folder (mode 0700), not over loopback
+# TCP ports. Over TCP the server picks a kernel's five ports (bind to port 0, close) seconds before the kernel binds
+# them, and in a start-up burst another process can take one in between; when it is the IOPub port, ipykernel 7.4
+# raises but its process stays alive without ever answering, so no restart comes and every websocket the learner opens
+# is closed after twice MappingKernelManager.kernel_info_timeout (tests/test_kernel_start_burst.py, and
+# docs/explanation/capacity.md). A socket's path is the kernel's connection file's name with "-ipc-N": it cannot be
+# taken by another kernel or another account. Unix socket paths are limited to 107 bytes; with a runtime folder too
+# long for that (a deep home), the kernels stay on TCP.
+from jupyter_core.paths import jupyter_runtime_dir  # noqa: E402
+
+if len(os.path.join(jupyter_runtime_dir(), "kernel-00000000-0000-0000-0000-000000000000-ipc-99")) <= 107:
+    c.KernelManager.transport = "ipc"
