@@ -51,6 +51,18 @@ CULL_IDLE = 60  # seconds: the hub's --cull-idle (kernels at half of it)
 pytestmark = pytest.mark.slow
 
 
+def _site_logins(names) -> dict[str, str]:
+    """Each learner's password as the site's directory holds it: the machine's where it has one (set again, so the
+    account and the file agree), a new one, kept there, where not."""
+    from grader.hub import accounts
+
+    known = accounts.read_passwords(accounts.MACHINE_PASSWORDS)
+    logins = {name: known.get(name) or secrets.token_urlsafe(12) for name in names}
+    subprocess.run(["chpasswd"], input="".join(f"{n}:{w}\n" for n, w in logins.items()), text=True, check=True)
+    accounts.write_passwords(accounts.MACHINE_PASSWORDS, {**known, **logins})
+    return logins
+
+
 def _site_certificate(folder: Path) -> tuple[Path, Path, Path, str]:
     """The site's certificate for the hub's public address (127.0.0.1 here), from a CA of the test's own: (the chain
     the proxy serves, its key, the CA, the CA's key's SHA-256 as Chromium pins it)."""
@@ -96,9 +108,9 @@ def hub(slurm, tmp_path_factory):
                 name, word = line.split(":", 1)
                 passwords[name] = word
         assert set(passwords) == {"instructor"}, "a learner enrolled from the LMS's roster got a course password"
-        # the learners' own logins, as the site's directory holds them (the course gives them none)
-        passwords.update({name: secrets.token_urlsafe(12) for name in LEARNERS})
-        subprocess.run(["chpasswd"], input="".join(f"{n}:{passwords[n]}\n" for n in LEARNERS), text=True, check=True)
+        # the learners' own logins, as the site's directory holds them (the course gives them none): here the
+        # machine's, which the other hubs of this machine use too (grader.hub.accounts.MACHINE_PASSWORDS)
+        passwords.update(_site_logins(LEARNERS))
         yield Hub(url, passwords, requests, service_port, process, log_path)
     finally:
         _stop(process, signal.SIGINT, 60)  # Ctrl-C: the hub stops its proxy, service and servers
