@@ -110,9 +110,9 @@ def test_the_kernel_and_the_judge_are_handed_the_same_draw():
     assert order.drawn(joined) == draw and order.hidden_ran_last(joined)
     assert "pat-zq81" not in nbformat.writes(split), "the kernel is never told whose notebook it runs"
     # a cases module that does not draw per learner is handed no draw: its kernels' notebooks stay the same for all
-    other = COURSE.hidden_cases("sharded_step")
+    other = COURSE.hidden_cases("collectives")
     if other is not None and not order.draws_per_learner(other):
-        plain = order.split(COURSE.read_source("sharded_step"), other, draw=draw)
+        plain = order.split(COURSE.read_source("collectives"), other, draw=draw)
         assert order.drawn(plain) == 0 and f"{order.DRAW} =" not in nbformat.writes(plain)
     assert order.drawn(order.split(source, hidden)) == 0  # no draw given: the instructor's own (0)
 
@@ -172,3 +172,39 @@ def test_the_masked_mean_combine_and_shard_map_cases_are_what_their_contracts_sa
             assert (_blocks(mask[None], size)[0] == 0).any(), f"{name}: a device without a valid token"
     assert drawn[0][1] == devices and (_blocks(drawn[0][2][1][None], devices)[0] == 0).any()
     assert drawn[1][1] < devices and drawn[2][1] < devices, "two smaller meshes in every draw"
+
+
+def _sharded_step_cases():
+    spec = importlib.util.spec_from_file_location("ss_rubric_cases", COURSE.source / "sharded_step" / "rubric_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+step_cases = _sharded_step_cases()
+
+
+@pytest.mark.parametrize("contract", [step_cases.TEN_STEPS, step_cases.TRANSFER], ids=lambda c: c.name)
+def test_every_declared_dimension_of_the_sharded_step_is_varied_across_learners(contract):
+    seen = {dimension: set() for dimension in contract.dimensions}
+    for n in range(80):
+        for case in contract.draw(order.learner_draw(f"learner-{n}", "sharded_step")):
+            for dimension in contract.dimensions:
+                seen[dimension].add(case[dimension])
+    for dimension, allowed in contract.dimensions.items():
+        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(learners, st.sampled_from([2, 4, 8]))
+def test_the_sharded_step_cases_are_what_their_contracts_say_and_never_the_lessons(student, devices):
+    draw = order.learner_draw(student, "sharded_step")
+    x, y, w = step_cases.ten_steps_batch(devices, draw)
+    case = step_cases.TEN_STEPS.draw(draw)[0]
+    assert x.shape == (case["rows"] * devices, case["features"]) and y.shape == (len(x),) and w.shape == (x.shape[1],)
+    assert x.shape[1] != 2, "the corner: features other than the lesson's 2"
+    target, start, rate = step_cases.transfer_case(draw)
+    assert len(target) == len(start) == 2 and 0 < rate < 0.1 and rate != 0.05
+    assert target != [-1.0, 3.0] and start not in ([0.2, -0.1], [0.0, 0.0]) and start != target
+    assert step_cases.transfer_case(draw) == (target, start, rate), "the same at every grading"

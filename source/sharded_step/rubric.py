@@ -386,7 +386,7 @@ def _follows_first_step(e: Evidence, key: str, x, y, start, steps: int = 10):
 def judge_ten_steps(e: Evidence):
     x, y, w = lesson()  # the visible record first: Validate judges it, then stops at the hidden one
     _follows_first_step(e, "lesson.trajectory", x, y, w)
-    hx, hy, hw = cases.ten_steps_batch(e.num_devices)
+    hx, hy, hw = cases.ten_steps_batch(e.num_devices, e.draw)  # over the step's contract, this learner's draw
     _follows_first_step(e, "hidden.trajectory", hx, hy, hw.astype(np.float64))  # a fresh step: its first call
 
 
@@ -480,7 +480,8 @@ def judge_transfer(e: Evidence):
             mistakes=_transfer_mistakes([-1.0, 3.0], [0.2, -0.1], 0.05, p))
     if e.get("transfer.sharded").kind == "jax_array":  # its placement, before any hidden value (Validate judges it)
         _placed_as_the_step(e, "transfer.sharded", "transfer.own_step")
-    other_target, other_start, other_rate = cases.OTHER_TARGET, np.array(cases.OTHER_START), cases.OTHER_RATE
+    other_target, other_start, other_rate = cases.transfer_case(e.draw)  # over transfer_step's contract
+    other_start = np.array(other_start)
     other = _transfer(other_target, other_start, other_rate)
     mistakes = _transfer_mistakes(other_target, other_start, other_rate, p)
     if e.has("transfer.other.own_step") and e.get("transfer.other.own_step").kind != "scalar":

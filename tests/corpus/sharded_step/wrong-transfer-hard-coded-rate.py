@@ -1,7 +1,7 @@
 # scenario: transfer_step's sharded call builds make_train_step(0.05), the lesson's rate, whatever learning_rate it is given: right for the lesson's call, wrong for any other; the hidden call's step was accepted as "a step along a scaled gradient" (11/11, red team, stop 51). The hidden test now notes what transfer_step hands make_train_step and its step (rate, start, labels) and compares it with what transfer_step was called with
 # base: solution
 # expect-fail: test-transfer
-# expect-message: transfer_step built make_train_step(0.05), not make_train_step(0.02)
+# expect-message: transfer_step built make_train_step(0.05), not make_train_step(
 # %% cell train-step
 def loss(weights, features, labels):
     residual = features @ weights - labels

@@ -1,7 +1,7 @@
 # scenario: transfer_step's sharded call starts from [0.2, -0.1], the lesson's start, whatever start it is given: its step from there happened to point along the gradient at the hidden call's start [1, 1] within the cosine the check allowed (11/11, red team, stop 51). The hidden test now notes what transfer_step hands its step (rate, start, labels) and compares it with what transfer_step was called with
 # base: solution
 # expect-fail: test-transfer
-# expect-message: transfer_step's step starts from [0.2, -0.1], not from the start [1.0, 1.0]
+# expect-message: transfer_step's step starts from [0.2, -0.1], not from the start [
 # %% cell train-step
 def loss(weights, features, labels):
     residual = features @ weights - labels
