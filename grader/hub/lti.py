@@ -33,7 +33,6 @@ import json
 import os
 import pwd
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -86,17 +85,10 @@ def _strings(path: Path, name: str, value) -> tuple[str, ...]:
 
 def load(path: Path) -> LtiConfig:
     """The LTI file (TOML, its fields at the top or in an ``[lti]`` table); raises LtiError naming what is wrong."""
+    from grader.lms.config import read_table
+
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise LtiError(f"cannot read the LTI file {path}: {error.strerror or error}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise LtiError(f"{path} is not a TOML file: {error}") from None
-    data = data["lti"] if isinstance(data.get("lti"), dict) else data
-    unknown = sorted(set(data) - set(REQUIRED) - set(OPTIONAL))
-    if unknown:
-        raise LtiError(f"{path}: unknown field(s) {', '.join(unknown)} (known: {', '.join(REQUIRED + OPTIONAL)})")
+    data = read_table(path, "lti", REQUIRED + OPTIONAL, LtiError)
     missing = [name for name in REQUIRED if name not in data or data[name] in ("", [])]
     if missing:
         raise LtiError(f"{path}: missing {', '.join(missing)} (the LMS's registration of the tool gives them)")

@@ -70,20 +70,26 @@ def _url(name: str, value: str, where: Path) -> str:
     return value
 
 
-def load(path: Path) -> LmsConfig:
-    """The LMS file at ``path``; raises ConfigError naming what is missing or wrong."""
-    path = Path(path)
+def read_table(path: Path, table: str, known: tuple[str, ...], refused: type[Exception]) -> dict:
+    """A site file's fields (TOML, at the top or in a ``[table]`` of a larger file); raises ``refused`` saying why it
+    cannot be read or which fields it does not know (the LMS file here, the LTI file: ``grader.hub.lti``)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise ConfigError(f"cannot read the LMS file {path}: {error.strerror or error}") from None
+        raise refused(f"cannot read the {table.upper()} file {path}: {error.strerror or error}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path} is not a TOML file: {error}") from None
-    if isinstance(data.get("lms"), dict):  # a [lms] table in a larger file
-        data = data["lms"]
-    unknown = sorted(set(data) - set(REQUIRED) - set(OPTIONAL))
+        raise refused(f"{path} is not a TOML file: {error}") from None
+    data = data[table] if isinstance(data.get(table), dict) else data
+    unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{path}: unknown field(s) {', '.join(unknown)} (known: {', '.join(REQUIRED + OPTIONAL)})")
+        raise refused(f"{path}: unknown field(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return data
+
+
+def load(path: Path) -> LmsConfig:
+    """The LMS file at ``path``; raises ConfigError naming what is missing or wrong."""
+    path = Path(path)
+    data = read_table(path, "lms", REQUIRED + OPTIONAL, ConfigError)
     missing = [name for name in REQUIRED if not str(data.get(name) or "").strip()]
     if missing:
         raise ConfigError(f"{path}: missing {', '.join(missing)} (the LMS's registration of the tool gives them)")
