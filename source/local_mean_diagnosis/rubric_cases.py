@@ -252,8 +252,11 @@ def masked_case(case: dict, shards: int = 1) -> tuple:
         free = np.argwhere(usable)
         if len(free):
             mask[tuple(free[int(rng.integers(len(free)))])] = True
-        else:
-            losses[mask] = 1.5
+        else:  # every valid token's loss is 0 and no position is free: all but one of them get a loss of 1.5
+            valid = np.argwhere(mask)
+            losses[tuple(valid[1:].T)] = 1.5
+            if len(valid) == 1:
+                losses[tuple(valid[0])] = 1.5
     return losses, mask
 
 
