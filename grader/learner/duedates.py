@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -39,8 +38,7 @@ def ask() -> dict:
         url = urllib.parse.urljoin(report.service_url(), "duedates")
     except ValueError as refused:
         return {"error": f"{UNAVAILABLE} ({refused})"}
-    token = os.environ.get("COURSE_GRADING_TOKEN", "").strip()  # the hub's, naming this server's user (regrade.py)
-    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"} if token else {})
+    request = urllib.request.Request(url, headers=report.token_headers())
     tls = report.tls_context(url)  # https to another host: verified against the site's CA
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=tls) as response:

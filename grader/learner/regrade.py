@@ -26,14 +26,12 @@ from jupyter_server.base.handlers import JupyterHandler
 from tornado import web
 
 from grader import cells
-from grader.learner.report import DEFAULT_PORT, URL_VARIABLE, is_loopback_host, service_url, tls_context
+from grader.learner.report import (DEFAULT_PORT, URL_VARIABLE, is_loopback_host, service_url, tls_context,
+                                   token_headers)
 
 test_name = cells.test_name
 
 ROUTE = r"/course/regrade"
-#: The token the hub issued this server's user for the grading service alone (``grader.hub.jupyterhub_config``): sent
-#: with each request, so the service can ask the hub whose it is (``grader.service.identity``), even from another host.
-TOKEN_VARIABLE = "COURSE_GRADING_TOKEN"
 MAX_REASON = 2000  # characters, as the service keeps (grader.service.appeals.MAX_REASON)
 TIMEOUT_S = 15
 
@@ -58,8 +56,7 @@ def send(url: str, assignment: str | None, test: str | None = None, reason: str 
         connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=TIMEOUT_S)
     else:
         raise ValueError(f"{url}: plain http only to this machine")
-    token = os.environ.get(TOKEN_VARIABLE, "").strip()
-    headers = {"Authorization": f"token {token}"} if token else {}  # over TLS, or to this machine only (above)
+    headers = token_headers()  # over TLS, or to this machine only (above)
     base = parts.path.rstrip("/")
     try:
         if assignment is None:

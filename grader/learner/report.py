@@ -27,6 +27,9 @@ DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}/"
 URL_VARIABLE = "COURSE_GRADING_URL"
 #: The CA file an https ``COURSE_GRADING_URL`` is verified with (the site's; default: the system's CAs).
 CA_VARIABLE = "COURSE_GRADING_CA"
+#: The token the hub issued this server's user for the grading service alone (``grader.hub.jupyterhub_config``): sent
+#: with each request, so the service can ask the hub whose it is (``grader.service.identity``), even from another host.
+TOKEN_VARIABLE = "COURSE_GRADING_TOKEN"
 TIMEOUT_S = 60.0
 MAX_ANSWER_BYTES = 1024 * 1024
 MAX_MESSAGE_CHARS = 2000
@@ -140,6 +143,13 @@ def tls_context(url: str) -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=os.environ.get(CA_VARIABLE, "").strip() or None)
 
 
+def token_headers() -> dict[str, str]:
+    """The ``Authorization`` header with the hub's token for the service, where this server has one (sent only where
+    ``service_url`` allows: over TLS, or to this machine)."""
+    token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    return {"Authorization": f"token {token}"} if token else {}
+
+
 def is_loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
@@ -157,9 +167,8 @@ def ask(assignment: str, tests: list[dict]) -> tuple[dict | None, str]:
         return None, str(refused)
     body = json.dumps({"assignment": assignment, "tests": [
         {"grade_id": t["grade_id"], "records": t["records"], "error": t["error"]} for t in tests]}).encode()
-    token = os.environ.get("COURSE_GRADING_TOKEN", "").strip()  # the hub's, naming this server's user (regrade.py)
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json", **({"Authorization": f"token {token}"} if token else {})})
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", **token_headers()})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=tls_context(url)) as response:
             answer = json.loads(response.read(MAX_ANSWER_BYTES + 1)[:MAX_ANSWER_BYTES])
