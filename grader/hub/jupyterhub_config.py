@@ -21,6 +21,8 @@ import json
 import os
 import pwd
 
+from grader.learner.report import is_loopback_host
+
 c = get_config()  # noqa: F821 - provided by traitlets when JupyterHub loads this file
 
 with open(os.environ["COURSE_HUB_SETTINGS"], encoding="utf-8") as handle:
@@ -33,11 +35,12 @@ if s.get("public_tls"):  # hub --ssl-cert/--ssl-key: learners open https:// (the
     c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = s["public_tls"]
 c.JupyterHub.bind_url = f"{'https' if s.get('public_tls') else 'http'}://{s['ip']}:{s['port']}"
 site = s.get("site_address") or "127.0.0.1"  # where servers on other hosts reach this one (hub --site-address)
-remote = not site.startswith("127.")
+remote = not is_loopback_host(site)
+internal_certs = os.path.join(state, "internal-ssl")  # JupyterHub's own CAs and certificates (internal_ssl)
 c.JupyterHub.hub_bind_url = f"{'https' if remote else 'http'}://{site}:{s['hub_port']}"  # the API every server calls
 if remote:  # JupyterHub's internal TLS: hub, proxy, servers and services verify each other (its own CAs, one per part)
     c.JupyterHub.internal_ssl = True
-    c.JupyterHub.internal_certs_location = os.path.join(state, "internal-ssl")
+    c.JupyterHub.internal_certs_location = internal_certs
     c.JupyterHub.trusted_alt_names = [f"IP:{site}"]  # the hub's certificate, as servers on other hosts reach it
 c.ConfigurableHTTPProxy.api_url = f"{'https' if remote else 'http'}://127.0.0.1:{s['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [s["proxy"]]
@@ -151,6 +154,6 @@ if cull:  # a server idle `cull` seconds is stopped; activity is reported often 
                       f"--MappingKernelManager.cull_interval={every}"]
     c.JupyterHub.services.append({"name": "idle-culler", "command": [
         f"{venv}/bin/python", "-m", "jupyterhub_idle_culler", f"--timeout={cull}", f"--cull-every={every}",
-        *(["--ssl-enabled=True", f"--internal-certs-location={os.path.join(state, 'internal-ssl')}"] if remote else [])]})
+        *(["--ssl-enabled=True", f"--internal-certs-location={internal_certs}"] if remote else [])]})
     c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
                                 "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]

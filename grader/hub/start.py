@@ -71,7 +71,8 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
                            grading_jobs=grading_jobs, lms=lms, lti=lti, site_address=site_address,
                            public_tls=public_tls)
     if not _loopback(site_address):
-        say(f"hub: learners' servers on other hosts reach the hub's API at http://{site_address} and the grading "
+        say(f"hub: learners' servers on other hosts reach the hub's API at https://{site_address} (JupyterHub's "
+            "internal TLS) and the grading "
             f"service at https://{site_address}:{service_port} (the course's CA: "
             f"{install.site_certificates(paths, site_address).name}, published as {paths.srv / 'site-ca.pem'})")
     if grading_jobs:
@@ -112,10 +113,14 @@ def _public_url(ip: str, port: int, tls: tuple[Path, Path] | None) -> str:
 def _loopback(address: str, option: str = "--site-address") -> bool:
     import ipaddress
 
-    try:
-        return address == "localhost" or ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        raise HubRefused(f"{option} {address!r} is not an IP address of this machine") from None
+    from grader.learner.report import is_loopback_host
+
+    if address != "localhost":
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise HubRefused(f"{option} {address!r} is not an IP address of this machine") from None
+    return is_loopback_host(address)
 
 
 def enrol(roster_file: Path, paths: Paths, say=print) -> tuple[list[str], Path]:

@@ -101,17 +101,14 @@ def run(args) -> int:
 def listening_tls(host: str, cert: Path | None, key: Path | None):
     """The service's TLS (an ``ssl.SSLContext``), or None for plain http, which only a loopback address may serve:
     what crosses a network (learners' answers, the verdicts their Validate shows) crosses it encrypted."""
-    import ipaddress
     import ssl
+
+    from grader.learner.report import is_loopback_host
 
     if (cert is None) != (key is None):
         raise ValueError("--tls-cert and --tls-key go together")
     if cert is None:
-        try:
-            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
+        if not is_loopback_host(host):
             raise ValueError(f"--host {host} is reached from other hosts: serve it over HTTPS with --tls-cert and "
                              "--tls-key (learners' servers refuse plain http off their own machine)")
         return None
