@@ -51,8 +51,18 @@ def node_alt_names(spawner=None) -> list[str]:
             found = re.search(rf"\b{field}=(\S+)", line)
             if found:
                 value = found.group(1)
-                names.add(f"IP:{value}" if re.fullmatch(r"[0-9.]+|[0-9a-fA-F:]+:[0-9a-fA-F:]*", value) else f"DNS:{value}")
+                names.add(f"{'IP' if _is_address(value) else 'DNS'}:{value}")
     return sorted(names)
+
+
+def _is_address(value: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 PYTHON = sys.executable  # the hub's: the learners' environment (/opt/jax-course/venv), which every account can run
