@@ -36,7 +36,7 @@ test: $(STAMP)
 
 # A quick loop while editing (about 3 minutes, a convenience: make test stays the gate): the unit, property and
 # program tests, and the scenario tests on the samples plus the scenarios those tests name.
-FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,architecture units hooks late late_export_report_attacks \
+FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,architecture lint units hooks late late_export_report_attacks \
 	evidence validate_service instructor_inputs diagnosis properties program_structure lessons identical_notebooks \
 	compile_cache runtime artifacts programs xss feedback_page sandbox scenarios timing))
 FAST_SCENARIOS := sample/*,corpus/sharded_step/wrong-numpy-outputs,attack/sharded_step/net-host-listener

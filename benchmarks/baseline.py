@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_setup import ROOT  # noqa: E402
-from same_grades import view  # noqa: E402
+from bench_setup import ROOT
+from same_grades import view
 
 TREE = ROOT / "build" / "large-class-baseline"
 

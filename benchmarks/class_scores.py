@@ -6,11 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
-from bench_setup import ASSIGNMENTS, CLASS, STOCK_AUTOGRADE  # noqa: E402
-from measure import timed  # noqa: E402
+from bench_setup import ASSIGNMENTS, CLASS, STOCK_AUTOGRADE
+from measure import timed
 
-from grader.layout import Course  # noqa: E402
-from grader.course.variants import parse, write_submission  # noqa: E402
+from grader.layout import Course
+from grader.course.variants import parse, write_submission
 
 
 # ---------------------------------------------------------------- the class
@@ -103,7 +103,8 @@ def compare(stock: dict, ours: dict, messages: dict, root: Path, who: dict) -> t
         student, assignment = key
         mine, theirs = ours.get(key), stock.get(key)
         if mine is None or theirs is None:
-            lines.append(f"  {student}/{assignment}: graded by only one of them (ours {mine is not None}, stock {theirs is not None})")
+            lines.append(f"  {student}/{assignment}: graded by only one of them (ours {mine is not None}, "
+                         f"stock {theirs is not None})")
             continue
         if sum(mine.values()) == sum(theirs.get(g, 0.0) for g in mine) and all(mine[g] == theirs.get(g, 0.0) for g in mine):
             agree += 1

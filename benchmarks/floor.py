@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_setup import ASSIGNMENTS, environment, python  # noqa: E402
-from measure import Run, measured, timed  # noqa: E402
+from bench_setup import ASSIGNMENTS, environment, python
+from measure import Run, measured, timed
 
 MARK = "FLOOR-RESULT "
 

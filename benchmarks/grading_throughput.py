@@ -51,12 +51,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_setup import ASSIGNMENTS, ROOT, load, python  # noqa: E402
-from class_scores import build_class, compare, our_messages, our_scores, stock_course, stock_scores  # noqa: E402
-from measure import Run, become_subreaper, grading_seconds, measured, timed, wait_for_quiet, work_folder  # noqa: E402
+from bench_setup import ASSIGNMENTS, ROOT, load, python
+from class_scores import build_class, compare, our_messages, our_scores, stock_course, stock_scores
+from measure import Run, become_subreaper, grading_seconds, measured, timed, wait_for_quiet, work_folder
 
-from grader.classroom.batch import default_workers  # noqa: E402
-from grader.layout import Course  # noqa: E402
+from grader.classroom.batch import default_workers
+from grader.layout import Course
 
 
 # ---------------------------------------------------------------- floor
@@ -151,7 +151,7 @@ def main() -> None:
         who = build_class(course, submitted, args.students)
         counts = {a: sum(1 for s in who.values() for x in s if x.startswith(a + ":")) for a in ASSIGNMENTS}
         total = sum(counts.values())
-        import jax  # noqa: PLC0415 - only for the versions line
+        import jax  # only for the versions line
 
         print(f"date {time.strftime('%Y-%m-%d %H:%M %Z')}; {cores} cores; Python {sys.version.split()[0]}; "
               f"JAX {jax.__version__}; class: {args.students} learners x {len(ASSIGNMENTS)} notebooks = {total} "

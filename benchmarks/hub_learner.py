@@ -4,7 +4,8 @@ Log in through the hub's login form (PAM), start the server and wait until it is
 Assignment List (nbgrader's handler), put the solved notebook in place (the learner's work), start a kernel and run
 the notebook's code cells one by one over its websocket (each cell timed from its ``execute_request`` to its reply),
 Validate (the course's handler), Submit, and ask the Assignment List until the feedback can be fetched, then fetch
-it, and leave (the server stopped, as the culler would). Each step's seconds go into the ``Session``; a failed step is recorded with its error and ends the session.
+it, and leave (the server stopped, as the culler would). Each step's seconds go into the ``Session``; a failed step is
+recorded with its error and ends the session.
 """
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/large_class.py                      # issue 27's run: about 3.5 h on 2 cores
     .venv/bin/python benchmarks/large_class.py --submissions 100    # the quick version (about half an hour)
 
-``tests/test_benchmarks.py`` runs it on 3 submissions (one per assignment) with a sampled floor (``--floor-sample 1``) and one Dask
-worker, and checks that every figure below is printed and the Dask grades equal the local ones.
+``tests/test_benchmarks.py`` runs it on 3 submissions (one per assignment) with a sampled floor (``--floor-sample 1``)
+and one Dask worker, and checks that every figure below is printed and the Dask grades equal the local ones.
 
 Two classes (``--classes demo,bench``): ``demo``, the sample class ``samples/submitted`` taken twice (each learner
 also as ``ID-2``), and ``bench``, ``--submissions`` notebooks (default 1000) spread over the three assignments,
@@ -53,14 +53,14 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import baseline_tree, compared, short  # noqa: E402
-from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python  # noqa: E402
-from floor import class_counts, floor_run  # noqa: E402
-from measure import Run, become_subreaper, measured, wait_for_quiet, work_folder  # noqa: E402
+from baseline import baseline_tree, compared, short
+from bench_setup import ASSIGNMENTS, CLASS, ROOT, load, python
+from floor import class_counts, floor_run
+from measure import Run, become_subreaper, measured, wait_for_quiet, work_folder
 
-from grader.classroom.batch import default_workers  # noqa: E402
-from grader.course.variants import parse, write_submission  # noqa: E402
-from grader.layout import Course  # noqa: E402
+from grader.classroom.batch import default_workers
+from grader.course.variants import parse, write_submission
+from grader.layout import Course
 
 BROKEN = [ROOT / "tests" / "attacks" / "sharded_step" / f"{name}.py"
           for name in ("invalid-json", "not-a-notebook", "kernel-dies", "sys-exit")]

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_setup import environment  # noqa: E402
+from bench_setup import environment
 
 
 # ---------------------------------------------------------------- memory sampling

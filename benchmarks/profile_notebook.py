@@ -41,7 +41,7 @@ def main() -> None:
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     import IPython  # noqa: F401
     import jax
-    import matplotlib  # noqa: F401
+    import matplotlib
     import nbformat
     import numpy  # noqa: F401
     from IPython.core.interactiveshell import InteractiveShell

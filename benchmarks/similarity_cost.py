@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import cells  # noqa: E402
-from grader.classroom.similarity import Code, course_code, find, similar_pairs  # noqa: E402
-from grader.layout import Course  # noqa: E402
+from grader import cells
+from grader.classroom.similarity import Code, course_code, find, similar_pairs
+from grader.layout import Course
 
 FUNCTIONS = ["np.sum", "np.mean", "np.max", "np.min", "np.abs", "np.sqrt", "np.exp", "np.log1p", "np.cumsum", "len",
              "np.sort", "np.diff", "np.square", "np.median", "float", "np.asarray", "np.ravel", "np.std", "np.var",

@@ -158,7 +158,8 @@ def main() -> int:
         landed = [(f"burst{n}", *pool[n % len(pool)]) for n in range(args.burst)]
         secrets_at = [(student, assignment, *land(exchange, student, assignment, notebook))
                       for student, assignment, notebook in landed]
-        pages = [exchange / COURSE / "feedback" / feedback_name(secret, assignment) for _, assignment, secret, _ in secrets_at]
+        pages = [exchange / COURSE / "feedback" / feedback_name(secret, assignment)
+                 for _, assignment, secret, _ in secrets_at]
         burst = [seen - at for seen, (*_, at) in zip(wait_for_all(pages), secrets_at)]
         status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
     finally:
@@ -182,10 +183,10 @@ def main() -> int:
         print(f"{'':<52} the last page {max(burst):.1f} s after the burst: "
               f"{args.burst / max(burst) * 60:.1f} submissions per minute")
     print(f"service status at the end: {status}")
-    lines = [l for l in (work / "serve.log").read_text().splitlines() if "feedback released" in l]
+    lines = [line for line in (work / "serve.log").read_text().splitlines() if "feedback released" in line]
     outcomes = {}
-    for l in lines:
-        outcome = l.split(": ")[2].split(",")[0]  # "graded 8/11"
+    for line in lines:
+        outcome = line.split(": ")[2].split(",")[0]  # "graded 8/11"
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     print("outcomes (status score/max: submissions): " + ", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())))
     shutil.rmtree(work, ignore_errors=True)

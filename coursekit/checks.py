@@ -109,7 +109,7 @@ class _host_reads:
                 return importer(*args, **kwargs)
 
             self.saved_importer = importer
-            setattr(self.native, "dlpack_managed_tensor_to_buffer", imported)
+            self.native.dlpack_managed_tensor_to_buffer = imported
         for name in _HOST_READS:
             original = vars(ArrayImpl).get(name)
             if original is None:
@@ -137,7 +137,7 @@ class _host_reads:
         for name, original in self.saved.items():
             setattr(self.cls, name, original)
         if getattr(self, "saved_importer", None) is not None:
-            setattr(self.native, "dlpack_managed_tensor_to_buffer", self.saved_importer)
+            self.native.dlpack_managed_tensor_to_buffer = self.saved_importer
         return False
 
 
@@ -149,7 +149,8 @@ def trace_problem(fn, *args) -> int:
 
     ``Trace.CONCRETE_ATTRIBUTE``: the function read an attribute only a placed array has (``weights.sharding``,
     ``.addressable_shards``, ``.devices()``) from a traced value; ``Trace.NUMPY_ON_TRACER``: NumPy on a traced value;
-    ``Trace.PYTHON_CONTROL_FLOW``: ``if``, ``float()`` or ``int()`` of a traced value; ``Trace.OTHER_PROBLEM``: anything else.
+    ``Trace.PYTHON_CONTROL_FLOW``: ``if``, ``float()`` or ``int()`` of a traced value; ``Trace.OTHER_PROBLEM``: anything
+    else.
     """
     import jax
 

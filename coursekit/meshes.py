@@ -55,8 +55,8 @@ def rebuilt(namespace: dict, cells, wanted=(), **values) -> dict:
     names.update(values)
     for number, statement in _definitions(cells, set(wanted)):
         try:
-            exec(compile(statement, f"<your cell {number + 1}, run again>", "exec"), names)  # noqa: S102
-        except Exception:  # noqa: BLE001, S112 - see the docstring
+            exec(compile(statement, f"<your cell {number + 1}, run again>", "exec"), names)
+        except Exception:  # noqa: BLE001 - see the docstring
             continue
     return names
 
@@ -76,7 +76,7 @@ def _definitions(cells, wanted: set) -> list:
     for number, source in enumerate(cells or ()):
         try:
             statements += [(number, s) for s in ast.parse(transform(str(source))).body]
-        except Exception:  # noqa: BLE001, S112 - a cell that does not parse defined nothing the first time either
+        except Exception:  # noqa: BLE001 - a cell that does not parse defined nothing the first time either
             continue
     defining = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
     assigning = (ast.Assign, ast.AnnAssign)

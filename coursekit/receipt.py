@@ -6,7 +6,8 @@ the learner's cells as saved in the notebook file (the TODO cells, the written a
 the key numbers the lesson computed (looked up by name in the kernel, so a name that was never computed is
 noted, not an error) and the ``prediction`` string the learner wrote. Nothing here decides a grade, and the
 grader ignores the receipt: when its kernel runs the cell there is no saved notebook (and the folder may be
-read-only), so nothing is written and the cell says why in one line instead of failing. It prints where it wrote, never the values.
+read-only), so nothing is written and the cell says why in one line instead of failing. It prints where it wrote, never
+the values.
 """
 from __future__ import annotations
 

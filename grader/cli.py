@@ -47,8 +47,8 @@ def cmd_grade(args) -> int:
         from grader.submission.pipeline import Settings
         from grader.classroom.report import summary, table
 
-        settings = Settings(out=args.out.resolve(), limits=from_arguments(args), num_devices=args.num_devices, platform=args.platform,
-                            confine=not args.no_confine, prewarm=not args.no_prewarm,
+        settings = Settings(out=args.out.resolve(), limits=from_arguments(args), num_devices=args.num_devices,
+                            platform=args.platform, confine=not args.no_confine, prewarm=not args.no_prewarm,
                             fork_server=not args.no_fork_server, compile_cache=not args.no_compile_cache)
         if settings.confine and os.geteuid() != 0 and not args.scheduler:
             print("warning: not running as root, so kernels are not sealed (no namespaces, private root, uid switch, "
@@ -93,8 +93,8 @@ def cmd_grade(args) -> int:
             from grader.nbgrader_adapter.db import export_grades
 
             chosen = [r for r in results if not args.student or r.student_id in args.student]  # the others' rows stay
-            print(f"nbgrader gradebook: {export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())} notebooks written "
-                  f"to {args.gradebook}")
+            written = export_grades(args.gradebook, Course.default(), chosen, args.submissions.resolve())
+            print(f"nbgrader gradebook: {written} notebooks written to {args.gradebook}")
         from grader.nbgrader_adapter.manual_grades import refreshed
 
         try:  # grades already entered by hand stay in the tables; late penalties where a due date is set
@@ -335,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands whose code and parser live in their own module, in the order --help lists them: appeal and appeals
 # history, appeal and appeals (the learner's and the instructor's), extend (accommodations), term (a term's records),
 # lms (grades passed back over LTI 1.3), hub, roster and slurm.
-MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.commands", True), ("grader.service.appeals", True), ("grader.service.accommodations", False),
+MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.commands", True),
+                   ("grader.service.appeals", True), ("grader.service.accommodations", False),
                    ("grader.term.commands", False), ("grader.lms.commands", False), ("grader.hub.start", True))
 
 

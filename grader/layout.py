@@ -22,7 +22,7 @@ class Course:
     root: Path
 
     @classmethod
-    def default(cls) -> "Course":
+    def default(cls) -> Course:
         return cls(_default_root())
 
     @property

@@ -69,7 +69,7 @@ class NotebookResult:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "NotebookResult":
+    def from_dict(cls, data: dict) -> NotebookResult:
         data = dict(data)
         data.pop("score", None)
         data.pop("max_score", None)

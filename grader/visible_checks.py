@@ -13,7 +13,8 @@ import ast
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_CELL_FRAME = re.compile(r"(?:Cell In ?\[\s*\d{0,9}\s*\]|Input In ?\[\s*\d{0,9}\s*\]|<ipython-input-[\d-]{1,40}>), line (\d{1,6})\b")
+_CELL_FRAME = re.compile(r"(?:Cell In ?\[\s*\d{0,9}\s*\]|Input In ?\[\s*\d{0,9}\s*\]|<ipython-input-[\d-]{1,40}>)"
+                         r", line (\d{1,6})\b")
 _HIDDEN_BEGIN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS", re.M)
 SHOWN_CHECK_CHARS = 240
 

@@ -68,7 +68,7 @@ def all_cases() -> list[Case]:
 
 
 def process_limit_proven() -> bool:
-    from test_sandbox import prove_process_limit  # noqa: PLC0415 - shared proof
+    from test_sandbox import prove_process_limit  # shared proof
 
     return prove_process_limit()
 
@@ -130,8 +130,8 @@ def host_listeners():
 # xdist's own --dist loadgroup cannot do this under pytest 9 (it renames items through an attribute pytest 9 no
 # longer reads), so the scheduler below groups by these units itself.
 GRADED_UNIT = {"tests/test_class_report.py", "tests/test_lms.py", "tests/test_retest.py", "tests/test_scenarios.py"}
-SHARED_UNITS = {**{path: "hub" for path in ("tests/test_hub.py", "tests/test_hub_on_slurm.py", "tests/test_cluster_recipes.py",
-                                                  "tests/test_lti_launch.py")},
+SHARED_UNITS = {**{path: "hub" for path in ("tests/test_hub.py", "tests/test_hub_on_slurm.py",
+                                            "tests/test_cluster_recipes.py", "tests/test_lti_launch.py")},
                 **{path: "graded" for path in GRADED_UNIT}}
 LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
 
@@ -166,7 +166,7 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only where xdist runs the suite
+    from xdist.scheduler import LoadScopeScheduling  # only where xdist runs the suite
 
     class ByUnit(LoadScopeScheduling):
         """xdist's scheduling by scope, the scope being a test's unit, handed out in collection order."""
@@ -188,7 +188,7 @@ def slurm():
     """The one-machine Slurm (``python -m grader slurm up --separate-hosts``: a controller, two nodes that are hosts of
     their own, each in its own network namespace, Debian's slurm-wlm installed when missing), shared by the hub
     unit's files on their worker; stopped, jobs cancelled, namespaces removed, when the session ends."""
-    from grader.slurm.local import LocalSlurm  # noqa: PLC0415
+    from grader.slurm.local import LocalSlurm
 
     if os.geteuid() != 0:
         pytest.skip("Slurm's daemons and jobs under the learners' accounts need root")
@@ -204,8 +204,8 @@ def slurm():
 def graded_settings(tmp_path_factory) -> Settings:
     """How the graded batch is graded, with the run's kept kernel runs and program runs: a later grading of a notebook
     the batch ran (the author's lint of a course solution, ``test_scenarios``) reads them instead of running again."""
-    from grader.classroom.identical import Identical  # noqa: PLC0415
-    from grader.programs.judged import Judged  # noqa: PLC0415
+    from grader.classroom.identical import Identical
+    from grader.programs.judged import Judged
 
     return Settings(out=tmp_path_factory.mktemp("corpus") / "out", limits=CORPUS_LIMITS, identical=Identical(),
                     judged=Judged())

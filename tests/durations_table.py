@@ -66,7 +66,7 @@ def table(record: dict, files: int = 20, fixtures: int = 12, tests: int = 12) ->
 def longest_first(record: dict) -> list[str]:
     """The units of work (tests/conftest.py's unit_of), longest first: the order the workers get them in."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import unit_of  # noqa: PLC0415 - the suite's own grouping, one definition
+    from conftest import unit_of  # the suite's own grouping, one definition
 
     spent: dict[str, float] = defaultdict(float)
     for nodeid, entry in record["tests"].items():

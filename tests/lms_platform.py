@@ -101,7 +101,7 @@ class Conf(LTI1P3PlatformConfAbstract):
 class Ags(AssignmentsGradesService):
     """The course's line items and results, kept in the platform's memory."""
 
-    def __init__(self, request, platform, lms: "Platform"):
+    def __init__(self, request, platform, lms: Platform):
         super().__init__(request, platform.conf, lineitems_url=platform.url + COURSE)
         self.lms = lms
 
@@ -225,7 +225,7 @@ class Platform:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "Platform":
+    def start(self) -> Platform:
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         self.port = self.server.server_port
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

@@ -70,7 +70,8 @@ def test_an_extension_spares_the_penalty_the_class_pays_and_gives_back_one_taken
     assert "Submitted 2 hours after the due date" in page and float(_penalty(without)) > 0
 
     # granted after the late submission: the penalty is given back, and the history says why the total changed
-    code, said, _ = _extend(without, without.student, ASSIGNMENT, "--until", f"{now + datetime.timedelta(days=1):%Y-%m-%d %H:%M:%S} UTC")
+    code, said, _ = _extend(without, without.student, ASSIGNMENT, "--until",
+                            f"{now + datetime.timedelta(days=1):%Y-%m-%d %H:%M:%S} UTC")
     assert code == 0 and _penalty(without) == "0", said
     events = history.read(without.out, without.student, ASSIGNMENT)
     assert [e["event"] for e in events].count("accommodation") == 1

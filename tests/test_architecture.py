@@ -29,9 +29,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers", "visible_checks", "raised"}
-RANK = {"vocabulary": 0, "course": 1, "sandbox": 1, "programs": 2, "kernel": 3, "submission": 4, "classroom": 5,
-        "nbgrader_adapter": 5, "service": 6, "hub": 6, "authoring": 6, "cli": 7, "__main__": 8, "__init__": 0, "learner": 1, "slurm": 1,
-        "term": 5, "lms": 5}
+RANK = {"vocabulary": 0, "__init__": 0,
+        "course": 1, "sandbox": 1, "learner": 1, "slurm": 1,
+        "programs": 2,
+        "kernel": 3,
+        "submission": 4,
+        "classroom": 5, "nbgrader_adapter": 5, "term": 5, "lms": 5,
+        "service": 6, "hub": 6, "authoring": 6,
+        "cli": 7,
+        "__main__": 8}
 MAX_LINES = 450
 
 

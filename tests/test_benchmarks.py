@@ -1,5 +1,6 @@
 """The large-class benchmark (``benchmarks/large_class.py``, issue 27) in the tests' reach: a 3-submission class
-(one per assignment: the smallest that reaches every path) graded against its (sampled) floor, locally and on a one-worker Dask cluster over TLS, in a few minutes.
+(one per assignment: the smallest that reaches every path) graded against its (sampled) floor, locally and on a
+one-worker Dask cluster over TLS, in a few minutes.
 
 The timings are not judged here (the machine running the suite is busy with it); what is judged is that one run
 prints every figure the issue asks for and that the Dask path's grades equal the local ones. The full run
@@ -32,7 +33,8 @@ def test_the_large_class_benchmark_reports_the_floor_ratio_rates_and_identical_g
     for path in ("floor: plain scripts, 2 at a time \\(SAMPLED\\)", "ours: local --workers \\d+",
                  "ours: dask, 1 worker\\(s\\) x \\d+ threads"):  # wall s, subs/min, per worker, CPU s
         assert re.search(rf"^{path}{NUMBER * 4}", out, re.M), (path, out)
-    assert re.search(r"^ours: dask, 1 worker\(s\) x \d+ threads vs local: grades identical \(0 of 3 differ\)", out, re.M), out
+    assert re.search(r"^ours: dask, 1 worker\(s\) x \d+ threads vs local: grades identical \(0 of 3 differ\)", out,
+                     re.M), out
     assert re.search(r"^  projection, 100 workers: \d+ submissions/min", out, re.M), out
     assert re.search(r"^ours local: (\d+ program runs reused from identical programs|no program runs reused)",
                      out, re.M), out

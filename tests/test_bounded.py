@@ -33,13 +33,12 @@ from conftest import CORPUS_LIMITS
 from grader.classroom import batch
 from grader.submission import feedback, intake, pipeline, restore, scan
 from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook
-from grader.submission.rubric_loading import load_rubric
 from grader.kernel.run import Execution
 from grader.submission.pipeline import Job, Settings, judge_tests, prepare
 from grader.submission.records import MIME_TYPE, RecordError, decode, records_of_cell
 from grader.results import Status
 from grader.submission.sanitize import sanitize_notebook
-from grader.course.variants import Scenario, build, parse, solution_copy, write_submission
+from grader.course.variants import Scenario, build, parse, write_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "sharded_step"
@@ -55,7 +54,8 @@ def solution(course) -> dict:
 def with_attachment(course) -> dict:
     nb = solution(course)
     answer = next(c for c in nb["cells"] if c.get("id") == "pause-and-reason")
-    answer["source"] = "".join(answer["source"]) + "\n\n![image.png](attachment:image.png)\n![gone](attachment:missing.png)\n"
+    answer["source"] = ("".join(answer["source"])
+                        + "\n\n![image.png](attachment:image.png)\n![gone](attachment:missing.png)\n")
     answer["attachments"] = {"image.png": {"image/png": PNG}}
     return nb
 

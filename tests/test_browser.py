@@ -90,7 +90,7 @@ def _start_lab(course: Path, home: Path, token: str, log_path: Path) -> tuple[su
         path = home / "lab-settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings))
-    for attempt in range(3):  # the free port can be taken between the check and the bind
+    for _attempt in range(3):  # the free port can be taken between the check and the bind
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
         log = log_path.open("a")
@@ -264,7 +264,7 @@ def test_the_whole_loop_in_jupyterlab_and_formgrader(tmp_path):
     finally:
         for server in servers:
             server.stop()
-    loop = json.loads(next(l for l in output.splitlines() if l.startswith("LOOP-RESULT "))[len("LOOP-RESULT "):])
+    loop = json.loads(next(ln for ln in output.splitlines() if ln.startswith("LOOP-RESULT "))[len("LOOP-RESULT "):])
 
     # On disk: the course's grader graded the collected submission; every autograded test passed.
     result = json.loads((course.root / "results" / student / assignment / f"{assignment}.json").read_text())

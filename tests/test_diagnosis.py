@@ -145,7 +145,7 @@ def test_every_test_cell_names_its_values_in_learner_words(course, assignment):
 
 
 def _timing_rubric(course):
-    import importlib  # noqa: PLC0415
+    import importlib
 
     load_rubric(course.rubric("collectives"))
     return importlib.import_module("_course_rubric_collectives.rubric_measurements")
@@ -302,7 +302,8 @@ def test_a_step_without_jax_jit_is_told_from_every_way_of_jitting_one():
                          ("in the call", jit_in_the_call),
                          ("partial", functools.partial(jax.jit(lambda w, x, y, rate: step(w, x, y)), rate=0.1)),
                          ("numpy", numpy_inside)]:
-            print(name, {Dispatch.ONE_PROGRAM: "one program", Dispatch.OP_BY_OP: "op by op", Dispatch.NOT_TRACED: "not traced"}[one_program(fn, *args)])
+            print(name, {Dispatch.ONE_PROGRAM: "one program", Dispatch.OP_BY_OP: "op by op",
+                         Dispatch.NOT_TRACED: "not traced"}[one_program(fn, *args)])
         ''')
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

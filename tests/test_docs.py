@@ -354,12 +354,13 @@ AXE_PAGES = ["course/collectives.html", "course/local_mean_diagnosis.html", "ind
 @pytest.fixture(scope="module")
 def in_chromium(site):
     """What Chromium showed of the built site (tests/browser/site.mjs): the math of a lesson, axe-core's findings."""
-    from test_browser import _setup_browser  # noqa: PLC0415 - shared installer (skips where impossible)
+    from test_browser import _setup_browser  # shared installer (skips where impossible)
     _setup_browser()
     out, _, _ = site
+    environment = {**os.environ, "LESSON_PAGE": str(out / "course" / "sharded_step.html"),
+                   "AXE_PAGES": json.dumps([str(out / page) for page in AXE_PAGES])}
     done = subprocess.run(["node", str(ROOT / "tests" / "browser" / "site.mjs")], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "LESSON_PAGE": str(out / "course" / "sharded_step.html"),
-                                                      "AXE_PAGES": json.dumps([str(out / page) for page in AXE_PAGES])})
+                          text=True, timeout=180, env=environment)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -147,7 +147,8 @@ def test_your_cells_are_solutions_answers_and_added_code_only():
     ])
     kept = your_cells(json.loads(nbformat.writes(nb)))
     assert [(c["cell"], c["source"]) for c in kept] == [
-        ("step", "def step(): ..."), ("why", "because"), ("your explanation", "my notes"), ("your own cell", "print('mine')"),
+        ("step", "def step(): ..."), ("why", "because"), ("your explanation", "my notes"),
+        ("your own cell", "print('mine')"),
         ("your prediction", "prediction = 'they track each other'")]
 
 

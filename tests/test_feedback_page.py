@@ -274,9 +274,9 @@ def test_a_graded_feedback_page_in_chromium(tmp_path, course):
     """Grade a right loss with a 4x gradient for real, then open its page: the learner's printed gradient and the
     figure are visible, no code line is clipped, no hidden source is anywhere, the header says hand grading is
     pending."""
-    from conftest import CORPUS_LIMITS  # noqa: PLC0415
-    from test_browser import _setup_browser  # noqa: PLC0415 - shared installer (skips where impossible)
-    from test_scenarios import hidden_secrets  # noqa: PLC0415
+    from conftest import CORPUS_LIMITS
+    from test_browser import _setup_browser  # shared installer (skips where impossible)
+    from test_scenarios import hidden_secrets
 
     from grader.classroom.batch import grade_all
     from grader.course.variants import parse, write_submission

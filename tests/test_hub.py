@@ -47,7 +47,9 @@ def attempt(label, action):
     except OSError as error:
         checks[label] = type(error).__name__
 attempt("other_home", lambda: os.listdir("/home/{{other}}"))
-attempt("other_submission", lambda: [open(os.path.join(r, f)).read(1) for r, _, fs in os.walk("{EXCHANGE}/jax-distributed-training/inbound") for f in fs] or os.listdir("{EXCHANGE}/jax-distributed-training/inbound"))
+attempt("other_submission", lambda: [open(os.path.join(r, f)).read(1)
+                                     for r, _, fs in os.walk("{EXCHANGE}/jax-distributed-training/inbound") for f in fs]
+        or os.listdir("{EXCHANGE}/jax-distributed-training/inbound"))
 attempt("inbound_listing", lambda: os.listdir("{EXCHANGE}/jax-distributed-training/inbound"))
 attempt("course_source", lambda: open("{COURSE}/source/{ASSIGNMENT}/{ASSIGNMENT}.ipynb").read(1))
 attempt("course_rubric", lambda: open("{COURSE}/source/{ASSIGNMENT}/rubric.py").read(1))
@@ -75,7 +77,7 @@ def _step(url: str, fixture: Path, step: str, user: str, log_path: Path = ARTIFA
     print(process.stdout)
     log = log_path.read_text()[-4000:]
     assert process.returncode == 0, f"hub.mjs {step} {user}:\n{process.stdout[-4000:]}\n--- hub ---\n{log}"
-    line = next(l for l in process.stdout.splitlines() if l.startswith("HUB-RESULT "))
+    line = next(ln for ln in process.stdout.splitlines() if ln.startswith("HUB-RESULT "))
     return json.loads(line[len("HUB-RESULT "):])
 
 
@@ -249,7 +251,7 @@ def _next_decision(log_path: Path, name: str, before: int, hub: subprocess.Popen
     while _decisions(log_path, name) <= before:
         assert hub.poll() is None and time.monotonic() < deadline, log_path.read_text()[-4000:]
         time.sleep(0.5)
-    return [l for l in log_path.read_text().splitlines() if f"serve: {name}/{ASSIGNMENT}: " in l][-1]
+    return [ln for ln in log_path.read_text().splitlines() if f"serve: {name}/{ASSIGNMENT}: " in ln][-1]
 
 
 def _row(name: str, table: str = "grades.csv", key: str = "student_id") -> dict:
@@ -431,8 +433,9 @@ def test_a_second_hub_on_the_machine_keeps_the_accounts_passwords(tmp_path, monk
     assert accounts.read_passwords(tmp_path / "tests" / "passwords.txt") == first  # the class folder's copy
 
 
-def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
-    """JupyterHub's configuration (grader/hub/jupyterhub_config.py) as the hub would load it for ``hub ARGV``."""
+def _configured(tmp_path: Path, monkeypatch, argv: list[str], **settings_too):
+    """JupyterHub's configuration (grader/hub/jupyterhub_config.py) as the hub would load it for ``hub ARGV`` (and
+    the settings ``settings_too`` as well: the courses of ``hub --course``, say)."""
     from traitlets.config import Config
 
     from grader.cli import build_parser
@@ -445,7 +448,7 @@ def _configured(tmp_path: Path, monkeypatch, argv: list[str]):
                 "spawner": args.spawner, "cull_idle": args.cull_idle, "slurm": _slurm_settings(args),
                 "grading_jobs": args.grading_jobs, "lms": str(args.lms) if args.lms else None,
                 "site_address": args.site_address,
-                "public_tls": [str(args.ssl_cert), str(args.ssl_key)] if args.ssl_cert else None}
+                "public_tls": [str(args.ssl_cert), str(args.ssl_key)] if args.ssl_cert else None, **settings_too}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     monkeypatch.setenv("COURSE_HUB_SETTINGS", str(tmp_path / "settings.json"))
     config = Config()

@@ -272,7 +272,7 @@ def _owned_by(user: str, word: str) -> list[int]:
     return found
 
 
-def _proxy_target(hub: "Hub", user: str) -> str:
+def _proxy_target(hub: Hub, user: str) -> str:
     """Where the hub's proxy sends ``user``'s server's requests (the hub's record of the server's URL)."""
     token = hub.login("instructor") if "instructor" not in hub.tokens else hub.tokens["instructor"]
     hub.tokens["instructor"] = token
@@ -379,7 +379,7 @@ def test_another_learner_cannot_attach_to_a_kernels_debugger(hub):
         ws.close()
     done = _as(attacker, DAP_CLIENT, victim, f"open({str(home / '.attack-secret')!r}).read()",
                " ".join(before))
-    found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("DAP "))[4:])
+    found = json.loads(next(ln for ln in done.stdout.splitlines() if ln.startswith("DAP "))[4:])
     assert secret not in done.stdout, f"{attacker} read {victim}'s file through her kernel's debugger: {found}"
     assert not found["adapters"], f"{victim}'s kernel runs a debugpy adapter on loopback TCP: {found}"
 
@@ -435,7 +435,7 @@ def test_another_learner_cannot_read_feedback_pages(hub):
                          "except OSError as error:\n"
                          "    found['error'] = type(error).__name__\n"
                          "print('FEEDBACK ' + json.dumps(found))\n", str(feedback))
-    found = json.loads(next(l for l in done.stdout.splitlines() if l.startswith("FEEDBACK "))[9:])
+    found = json.loads(next(ln for ln in done.stdout.splitlines() if ln.startswith("FEEDBACK "))[9:])
     read = [name for name, text in found.items() if f"{assignment} · {victim}" in text]
     assert not read, f"{attacker} listed the feedback folder and read {victim}'s page: {read}"
     assert found == {"error": "PermissionError"}, found

@@ -130,7 +130,7 @@ def test_a_launch_from_the_lms_opens_the_learners_server_and_forged_replayed_exp
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         print(browsed.stdout)
         assert browsed.returncode == 0, f"{browsed.stdout[-3000:]}\n--- hub ---\n{log_path.read_text()[-4000:]}"
-        result = json.loads(next(l for l in browsed.stdout.splitlines() if l.startswith("LTI-RESULT "))[11:])
+        result = json.loads(next(ln for ln in browsed.stdout.splitlines() if ln.startswith("LTI-RESULT "))[11:])
         assert result["url"].startswith(f"{url}/user/lti-kim/lab"), result
         assert {"/launch", "/hub/lti13/oauth_login", "/authorize", "/hub/lti13/oauth_callback"} <= set(result["visited"])
         servers = subprocess.run(["pgrep", "-u", "lti-kim", "-f", "jupyterhub-singleuser"], capture_output=True)
@@ -177,7 +177,8 @@ def test_a_launch_from_the_lms_opens_the_learners_server_and_forged_replayed_exp
             "expired": (_launch(lms, url, "ada", expiration=-120)[0], "This launch has expired"),
             "unknown deployment": (_launch(lms, url, "ada", claims={lti.DEPLOYMENT: "99"})[0],
                                    "not set up for the LMS deployment"),
-            "unknown lti_deployment_id": (_launch(lms, url, "ada", deployment="99")[0], "or deployment, this course is not set up for"),
+            "unknown lti_deployment_id": (_launch(lms, url, "ada", deployment="99")[0],
+                                          "or deployment, this course is not set up for"),
             "foreign account": (_launch(lms, url, "root")[0], "root is an account of the course's machine that is not"),
             "unsafe account": (_launch(lms, url, "odd")[0], "cannot be an account name"),
             "role": (_launch(lms, url, "mentor")[0], "gives no access to the course"),
@@ -219,7 +220,8 @@ def test_a_launch_from_the_lms_opens_the_learners_server_and_forged_replayed_exp
         lms.stop()
         _forget_accounts()
     mine, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"LTI launch test: {time.monotonic() - began:.0f} s wall; CPU {mine.ru_utime + mine.ru_stime - cpu.ru_utime - cpu.ru_stime:.0f} s "
+    here = mine.ru_utime + mine.ru_stime - cpu.ru_utime - cpu.ru_stime
+    print(f"LTI launch test: {time.monotonic() - began:.0f} s wall; CPU {here:.0f} s "
           f"here, {children.ru_utime + children.ru_stime:.0f} s in child processes (hub, servers, browser)")
 
 

@@ -261,7 +261,8 @@ def test_a_stopped_grading_again_counts_only_where_it_stopped_as_the_graded_note
 def test_the_learners_notebook_comes_back_from_the_graded_one_as_the_grader_first_took_it(graded, course):
     """``restore.as_submitted`` on every cleanly graded notebook of the batch: rebuilt on the course's cells, it gives
     the notebook the grader ran the first time (the learner's code answers and added cells, in place; as many cells),
-    with no tampering of its own making. This is what makes ``grade --test`` grade the learner's work, not the grader's copy of it."""
+    with no tampering of its own making. This is what makes ``grade --test`` grade the learner's work, not the grader's
+    copy of it."""
     import nbformat
 
     from grader.submission.restore import as_submitted, rebuild

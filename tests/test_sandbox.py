@@ -418,7 +418,7 @@ def test_forked_kernels_inherit_nothing_of_their_siblings():
         seen = [(conf.scratch.name, text) for text, conf in (_in_kernel(SIBLING_SEARCH, zygote=zygote) for _ in range(3))]
     finally:
         zygote.close()
-    for index, (own, text) in enumerate(seen):
+    for index, (_own, text) in enumerate(seen):
         for other, _ in seen[:index]:
             assert other not in text, f"kernel {index} found the scratch folder of an earlier kernel: {text}"
 

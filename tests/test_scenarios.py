@@ -151,7 +151,7 @@ def test_the_courses_own_rubrics_pass_the_authors_lint(graded, graded_settings, 
     judge passes expected by a scenario of this suite (which ``test_scenario_grades_as_stated`` grades). It judges the
     batch's own run of the solution (the sample learner ada's notebook is the solution, byte for byte), so nothing
     runs again here."""
-    from grader.authoring.lint import lint  # noqa: PLC0415
+    from grader.authoring.lint import lint
 
     before = graded_settings.identical.reused
     report = lint(course, assignment, runs=(graded_settings.identical, graded_settings.judged))

@@ -334,7 +334,7 @@ def test_submit_and_fetch_feedback_in_jupyterlab(tmp_path, monkeypatch):
     assert not [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(scratch) in line]
     assert not _session_processes(service.pid)
     shutil.rmtree(scratch)
-    result = json.loads(next(l for l in output.splitlines() if l.startswith("SUBMIT-RESULT "))[len("SUBMIT-RESULT "):])
+    result = json.loads(next(ln for ln in output.splitlines() if ln.startswith("SUBMIT-RESULT "))[len("SUBMIT-RESULT "):])
     assert result["second"]["folders"] == 2
     # the page the learner opened is the one the service released for that submission, byte for byte
     released = sorted((course.root / "exchange" / "jax-distributed-training" / "feedback").glob("*.html"))

@@ -545,7 +545,7 @@ def _appeals_service(tmp_path: Path, monkeypatch, tls=None):
               "victim": {"kind": "user", "name": _victim_name()}, "service": {"kind": "service", "name": "grading"}}
 
     class FakeHub(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             said = (self.headers.get("Authorization") or "").split()
             model = models.get(said[1]) if len(said) == 2 and self.path.endswith("/user") else None
             body = json.dumps(model or {"status": 403, "message": "not a token"}).encode()

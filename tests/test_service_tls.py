@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-import threading
 import time
 
 import pytest

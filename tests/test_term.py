@@ -194,8 +194,8 @@ class Term:
         with Book(self.url) as book:  # `nbgrader db assignment add sharded_step --duedate=...`
             book.update_or_create_assignment(ASSIGNMENT, duedate=due)
         self.exchange = tmp_path / "exchange"
-        options = app.Options(exchange=self.exchange, course_id="course", out=self.out, policy=Policy(5, counts=counts), port=None,
-                              gradebook=self.url)
+        options = app.Options(exchange=self.exchange, course_id="course", out=self.out, policy=Policy(5, counts=counts),
+                              port=None, gradebook=self.url)
         self.service = app.Service(Course.default(), options, Settings(out=self.out))
         self.tmp = tmp_path
 
@@ -281,7 +281,8 @@ def test_a_term_hand_grade_resubmissions_late_and_unreadable_then_export_gradebo
     page = term.submit(second, _result(10.0, now))
     assert "This attempt is the one that counts now: 10 / 11 autograded points" in page
     assert f"Your written answer ({WRITTEN}) is not the one your instructor graded by hand" in page
-    assert f"python -m grader appeal {ASSIGNMENT} test-loss-and-gradient --reason" in page  # how to ask, when a test lost points
+    # how to ask, when a test lost points
+    assert f"python -m grader appeal {ASSIGNMENT} test-loss-and-gradient --reason" in page
     assert '"ask for a regrade" beside this submission' in page  # ... and where, in the Assignment List
     assert _hand(term.url, None, student=term.student) == (None, "", True)
     assert term.row()["total_score"] == "" and term.row()["manual_score"] == ""  # 0.5 is not carried over

@@ -5,7 +5,8 @@ the course's Validate route, the labextension copy with the course's wording) on
 grading service (``python -m grader serve``, one warm kernel, an empty exchange) answers ``POST /validate`` on
 another.
 Notebooks go through the toolbar's Validate button: a correct step with a wrong quiz answer, a step that sums
-per-device means (4 times the gradient), and a psum_scatter without tiled=True (JAX raises). Screenshots go to test-artifacts/browser/validate-*.png.
+per-device means (4 times the gradient), and a psum_scatter without tiled=True (JAX raises). Screenshots go to
+test-artifacts/browser/validate-*.png.
 """
 from __future__ import annotations
 
@@ -96,8 +97,9 @@ def test_validate_dialog_is_honest_and_names_the_mistake(tmp_path):
             finally:
                 lab.stop()
             print(output)
-            assert returncode == 0, f"{output}\n--- JupyterLab log ---\n{(ARTIFACTS / 'validate-lab.log').read_text()[-3000:]}"
-            seen += json.loads(next(l for l in output.splitlines() if l.startswith("VALIDATE-RESULT "))[16:])
+            lab_log = (ARTIFACTS / "validate-lab.log").read_text()[-3000:]
+            assert returncode == 0, f"{output}\n--- JupyterLab log ---\n{lab_log}"
+            seen += json.loads(next(ln for ln in output.splitlines() if ln.startswith("VALIDATE-RESULT "))[16:])
     quiz, summed, untiled, offline = seen
     assert quiz["focusInDialog"], quiz  # reached, pressed and closed with the keyboard alone (validate.mjs)
     for dialog in seen:

@@ -65,7 +65,7 @@ class Service:
         self.appeals: list[dict] = []  # POST /appeal bodies; answered as the service words them, with markup in them
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):  # http.server's name
                 if self.path == "/duedates":  # as grader.service.accommodations.mine answers, with one bad entry
                     return self._send(200, {"student": "me", "assignments": {
                         "sharded_step": {"due": "2026-12-22T09:30:00Z", "extended": True,
@@ -75,7 +75,7 @@ class Service:
                                               "said": f"<i>about</i> {a['test']}: {a['reason']}"}
                                              for a in owner.appeals]})
 
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):  # http.server's name
                 owner.requests += 1
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if self.path == "/appeal":
@@ -294,7 +294,7 @@ def test_validate_in_the_learners_server(tmp_path, scenario):
             lab.stop()
     service.stop()
     assert service.requests == 1
-    for name, answer in answers.items():
+    for answer in answers.values():
         assert answer["success"] is True, answer
         summary = answer["value"]["summary"]
         assert "passes all the tests" not in json.dumps(answer) and "graded after you submit" in summary

@@ -468,7 +468,7 @@ def test_the_course_local_exchange_carries_a_learners_work_and_feedback(tmp_path
     pages = list((workspace / "sharded_step" / "feedback").rglob("sharded_step.html"))
     assert len(pages) == 1
     page = pages[0].read_text()
-    assert "Content-Security-Policy" in page and not [l for l in hidden_lines(course, "sharded_step") if l in page]
+    assert "Content-Security-Policy" in page and not [ln for ln in hidden_lines(course, "sharded_step") if ln in page]
 
 
 # --- exact, quiet output ------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class OthersCpu:
 
     def _sample(self, first: bool = False) -> None:
         table = _processes()
-        for pid, (parent, _) in table.items():
+        for pid, (_parent, _) in table.items():
             chain, hops = pid, 0
             while chain > 1 and hops < 64 and chain not in self.ours:
                 if chain == self.root:

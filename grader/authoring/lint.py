@@ -15,7 +15,7 @@ run (the instructor's solution, graded by the grader itself: the same kernel, pr
     solution     the solution scores every test's full points at the course's device count (the hidden parts run
                  the smaller meshes too)
     read         every value a test records is read by its judge (a record nobody judges checks nothing)
-    words        every value a judge reads has words a learner knows (the rubric's ``names``, or ``what=``)
+    words        every value a judge reads has words a learner knows (its ``Key``'s words, or ``what=``)
     visible      a judge reads the values the visible checks record before hidden ones (Validate judges the
                  visible values alone and stops at the first it does not have)
     mistakes     every named mistake a judge passes is expected by a scenario (``expect-message``; the numbers of a
@@ -71,11 +71,12 @@ class Report:
         return [p for p in self.problems if strict or p.fails]
 
 
-def recorded_keys(source: str):
+def recorded_keys(source: str, keys: dict[str, str] | None = None):
     """(the keys a test cell's visible code records, as Validate reads them: ``cells.record_keys``), and each
-    ``record(key, exported(...))`` of the whole cell: (key as written, a pattern matching the keys it stands for)."""
-    programs = [(text, pattern or re.compile(re.escape(text))) for text, pattern, exported in cells.record_calls(source)
-                if exported]
+    ``record(key, exported(...))`` of the whole cell: (key as written, a pattern matching the keys it stands for);
+    ``keys``: the ``Key``s of the assignment's ``rubric_cases`` a hidden part may record under, by name."""
+    programs = [(text, pattern or re.compile(re.escape(text)))
+                for text, pattern, exported in cells.record_calls(source, keys) if exported]
     return cells.record_keys(HIDDEN.sub("", source)), programs
 
 
@@ -110,12 +111,12 @@ def static(course: Course, name: str, report: Report, num_devices: int):
         return None
     for gid, cell in tests.items():
         if gid not in rubric.judges:
-            report.add("judged", gid, "no judge: add @rubric.test(\"%s\") in rubric.py (without one, every learner "
-                                      "scores 0 on this test)" % gid)
+            report.add("judged", gid, f"no judge: add @rubric.test(\"{gid}\") in rubric.py (without one, every "
+                                      "learner scores 0 on this test)")
         if cells.points(cell) <= 0:
             report.add("points", gid, "the test cell is worth no points: set its points in the nbgrader toolbar")
         declared = {p.key for p in rubric.program_specs[gid](num_devices)} if gid in rubric.program_specs else set()
-        exported = recorded_keys(str(cell.source))[1]
+        exported = recorded_keys(str(cell.source), case_keys(name))[1]
         for text, pattern in exported:
             if not any(pattern.fullmatch(key) for key in declared):
                 report.add("programs", gid, f"records the exported program {text!r}, which the rubric does not "
@@ -135,6 +136,15 @@ def static(course: Course, name: str, report: Report, num_devices: int):
         report.add("scenarios", f"samples/scenarios/{name}", f"{correct} correct and {wrong} wrong scenario(s): "
                                                              "write at least one of each (docs/how-to/author-a-lesson.md)")
     return rubric
+
+
+def case_keys(name: str) -> dict[str, str]:
+    """The ``Key``s (``coursekit.record``) the assignment's ``rubric_cases`` declares, by name, as the rubric's import
+    left it (``load_rubric``); none when its rubric does not import it."""
+    import sys
+
+    module = sys.modules.get(f"_course_rubric_{name}.rubric_cases")
+    return {attr: value for attr, value in vars(module).items() if hasattr(value, "words")} if module else {}
 
 
 def visible_after_hidden(reads: list[tuple[str, int | None]], shown) -> tuple[str, str] | None:
@@ -162,7 +172,7 @@ def _tracing(rubric):
     from grader.submission.judge import Evidence
 
     class Traced(Evidence):
-        made: list["Traced"] = []
+        made: list[Traced] = []
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -172,7 +182,7 @@ def _tracing(rubric):
             Traced.made.append(self)
 
         def name(self, key, what=None):
-            if not what and key not in self.names:
+            if not what and not getattr(key, "words", None) and key not in self.names:
                 self.unnamed.add(key)
             return super().name(key, what)
 
@@ -281,9 +291,12 @@ def run(course: Course, name: str, rubric, report: Report, num_devices: int, run
             report.add("read", gid, f"records {key!r}, which its judge never reads: judge it, or stop recording it")
         for key in sorted(e.unnamed):
             report.add("words", gid, f"the judge reads {key!r} with no words for it: a learner would read the key; "
-                                     "add it to the rubric's names, or pass what=\"...\"")
-        lost = visible_after_hidden(e.read, lambda key: key not in rubric.after_submit  # Validate never has these
-                                    and (key in visible[0] or any(p.fullmatch(key) for p in visible[1])))
+                                     "declare it as a Key with its words in rubric_cases.py, or pass what=\"...\"")
+
+        def shown(key: str, visible=visible) -> bool:  # a visible value, and not one Validate never has
+            return key not in rubric.after_submit and (key in visible[0] or any(p.fullmatch(key) for p in visible[1]))
+
+        lost = visible_after_hidden(e.read, shown)
         if lost:
             report.add("visible", gid, f"the judge reads the hidden {lost[0]!r} before the visible {lost[1]!r}: "
                                        "Validate, which has only the visible values, stops there; judge the "

@@ -273,7 +273,7 @@ async def grade_job(job: Job, course: Course, settings: Settings, zygote: Zygote
         return finish(prepared, execution, course, settings, programs)
     except InfrastructureError as failure:
         return _error_result(job, course, settings, prepared, phase, infrastructure=str(failure))
-    except Exception:
+    except Exception:  # noqa: BLE001 - any other failure is the grader's: this notebook's grader error, the run goes on
         return _error_result(job, course, settings, prepared, phase)
 
 

@@ -245,7 +245,7 @@ class ClusterRun:
             future = self.client.submit(execute_notebook, sent, self.limits, settings.confine, programs,
                                         settings.fork_server, self.cache, pure=False, retries=RETRIES)
             return future, (prepared, prepare_s, cap, declared, settings)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a failure to send is the grader's: this notebook's grader error
             return None, grader_error(job, self.course, settings, prepared)
 
     def collect(self, future, pending) -> NotebookResult:
@@ -256,7 +256,7 @@ class ClusterRun:
             # Time as the local path counts it: prepare, execute, finish (not the wait in the queue).
             prepared.started = time.monotonic() - execution.seconds - prepare_s
             return finish(prepared, execution, self.course, settings, programs_from(payload, declared))
-        except Exception:
+        except Exception:  # noqa: BLE001 - a failure to judge is the grader's: this notebook's grader error
             return grader_error(prepared.job, self.course, settings, prepared)
         finally:
             future.release()

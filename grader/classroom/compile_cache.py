@@ -221,7 +221,8 @@ def worker_folder(request: dict, settings, zygote) -> Path | None:
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             started = time.monotonic()
             try:
-                found = {a: Fill(nbformat.reads(f["instructor"], as_version=4), [program_from_json(p) for p in f["declared"]])
+                found = {a: Fill(nbformat.reads(f["instructor"], as_version=4),
+                                 [program_from_json(p) for p in f["declared"]])
                          for a, f in request["fills"].items()}
                 count, problems = build(found, settings, zygote, os.cpu_count() or 1, root / "sealed")
                 print(f"grader: compiled {count} programs in {time.monotonic() - started:.1f} s"

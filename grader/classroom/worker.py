@@ -176,7 +176,7 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
     except SandboxError as error:  # the sandbox failed before exec: nothing of the submission ran
         _release_attempt()
         raise NothingRan(str(error)) from None
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever failed is sent back to the instructor as such
         if not ran:  # no uid free, scratch folder not creatable, ...
             _release_attempt()
             raise NothingRan(f"{type(error).__name__}: {error}") from None
@@ -190,7 +190,7 @@ def execute_notebook(notebook_json: str, limits: dict, confine: bool = True, pro
             runs = {key: run_to_json(run) for key, run in
                     run_programs(blobs, declared, int(programs["num_devices"]), settings, zygote,
                                  judged=_judged_for(programs.get("run"))).items()}
-        except Exception as error:  # the notebook ran: record the failure, never run it again
+        except Exception as error:  # noqa: BLE001 - the notebook ran: record the failure, never run it again
             return {"error": "the programs could not be run: "
                              + "".join(traceback.format_exception_only(type(error), error)).strip(),
                     "traceback": traceback.format_exc()}

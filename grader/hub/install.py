@@ -18,7 +18,6 @@ The repository checkout is world-readable and holds what no learner may read (``
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -114,7 +113,7 @@ def uid_locks(locks: Path | None = None) -> None:
 def _staff_owned(path: Path, instructor: str) -> None:
     """The course root: the instructor's, group jdt-graders (setgid), read and written by staff, nothing for others."""
     uid, gid = pwd.getpwnam(instructor).pw_uid, grp.getgrnam(accounts.GRADERS).gr_gid
-    for folder, dirs, files in os.walk(path):
+    for folder, _dirs, files in os.walk(path):
         os.lchown(folder, uid, gid)
         os.chmod(folder, 0o2770)
         for name in files:

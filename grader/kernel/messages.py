@@ -68,7 +68,7 @@ def harden_session(session) -> None:
         session.received_bytes += sum(_size(frame) for frame in msg_list)
         try:
             message = deserialize(msg_list, content=content, copy=copy)
-        except Exception:  # malformed JSON, huge integers, replays, bad signatures, deep nesting
+        except Exception:  # noqa: BLE001 - malformed JSON, huge integers, replays, bad signatures, deep nesting
             return dict(MALFORMED)
         if not isinstance(message.get("content"), dict) or not isinstance(message.get("parent_header"), dict):
             return dict(MALFORMED)

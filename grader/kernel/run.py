@@ -183,7 +183,7 @@ async def stop_kernel(kernel: Kernel) -> None:
         kernel.kc.stop_channels()
         try:
             await kernel.km.cleanup_resources()
-        except Exception:  # the connection file may already be gone
+        except Exception:  # noqa: BLE001 - the connection file may already be gone
             pass
     finally:
         if kernel.conf.uid is not None:

@@ -159,7 +159,8 @@ class RegradeHandler(JupyterHandler):
             status, answer = send(url, None)
             requests, unreachable = (answer.get("appeals", []) if status == 200 else []), ""
         except (OSError, ValueError) as error:
-            requests, unreachable = [], f"The grading service does not answer ({_why(error)}); your requests are listed here once it does."
+            requests, unreachable = [], (f"The grading service does not answer ({_why(error)}); your requests are "
+                                         "listed here once it does.")
         self.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                                    "frame-ancestors 'self'")
         self.finish(page(xsrf=self.xsrf_form_html(), assignments=assignments, assignment=assignment,

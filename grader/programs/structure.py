@@ -367,7 +367,7 @@ def read_module(text: str) -> Structure:
     with mlir.make_ir_context():
         try:
             module = ir.Module.parse(text)
-        except Exception as error:  # noqa: BLE001 - malformed text is the program's fault
+        except Exception as error:  # malformed text is the program's fault
             raise Unreadable("not a module") from error
         reader = _Reader(module)
         found.key = hashlib.sha256(module.operation.get_asm(enable_debug_info=False).encode()).hexdigest()

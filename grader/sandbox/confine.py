@@ -90,7 +90,7 @@ def _place_connection_file(conf: Confinement) -> None:
 
 
 def _give_home_to(conf: Confinement) -> None:
-    for root, dirs, files in os.walk(conf.home):
+    for root, _dirs, files in os.walk(conf.home):
         os.chown(root, conf.uid, conf.uid)
         for name in files:
             os.chown(os.path.join(root, name), conf.uid, conf.uid)
@@ -161,7 +161,7 @@ def confine(argv: list[str]) -> tuple[Confinement, list[str], dict[str, str]]:
         if root and conf.private_root:
             syscalls.install()
         os.chdir(conf.inside_home)
-    except BaseException as error:  # fail closed: never start an unconfined kernel
+    except BaseException as error:  # noqa: BLE001 - fail closed: never start an unconfined kernel
         os.write(status, f"{SANDBOX_FAILED} {type(error).__name__}: {error}\n".encode())
         os._exit(70)
     os.close(status)

@@ -24,7 +24,8 @@ from grader.sandbox.limits import Limits
 
 KERNEL_HOME = Path("/home/learner")
 RUNTIME = Path(".local/share/jupyter/runtime")
-COMPILE_CACHE = Path(".cache/jax-course-xla")  # below a program runner's home (never a kernel's): grader.classroom.compile_cache
+# below a program runner's home (never a kernel's): grader.classroom.compile_cache
+COMPILE_CACHE = Path(".cache/jax-course-xla")
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes, with room for "-NNNNN"
 
 

@@ -293,7 +293,8 @@ class Service:
                          f": {attempt.message or 'no message'}). It is not graded, does not count, and uses none of "
                          f"your graded attempts. Submit {notebook_name(assignment)} again from the assignment's "
                          "folder" + (f"; until then the attempt that counts is your attempt of {pages.when(now.arrived)}: "
-                                     f"{pages.standing(self.options, self.course.root, student, assignment, now)}." if now else "."))
+                                     f"{pages.standing(self.options, self.course.root, student, assignment, now)}."
+                                     if now else "."))
         else:
             lines.append("The grader failed on its side; this attempt is not counted against your limit. "
                          "Submit again, or tell your instructor if it happens twice.")

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.layout import Course
 from grader.sandbox import Limits
 from grader.sandbox.limits import add_arguments, from_arguments
+
+if TYPE_CHECKING:  # the types serve's signature names; imported where the options are built
+    from grader.service.app import Options
+    from grader.submission.pipeline import Settings
 
 
 def add_commands(sub, port: int) -> None:
@@ -94,7 +99,8 @@ def run(args) -> int:
                       workers=args.workers or (3 * args.slurm_workers if cluster else default_workers()),
                       gradebook=None if args.no_gradebook else
                       (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
-                      port=args.port, host=args.host, tls=tls, check_owner=not args.no_check_owner, cluster=cluster, lms=args.lms)
+                      port=args.port, host=args.host, tls=tls, check_owner=not args.no_check_owner, cluster=cluster,
+                      lms=args.lms)
     return serve(course, options, settings, once=args.once)
 
 

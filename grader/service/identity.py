@@ -59,7 +59,8 @@ def established_uid(connection) -> int | None:
 
 def accepted(connection) -> int | str:
     """The connection's key, read once as it is accepted: the peer's uid (a peer on this host, over loopback or to
-    the service's site address), ``host ADDRESS`` for a peer on another host, or ``UNKNOWN``. Connection caps are counted per key; a route asks ``account`` with it."""
+    the service's site address), ``host ADDRESS`` for a peer on another host, or ``UNKNOWN``. Connection caps are
+    counted per key; a route asks ``account`` with it."""
     try:
         host, here = connection.getpeername()[0], connection.getsockname()[0]
     except (OSError, IndexError):
@@ -85,7 +86,7 @@ class Hub:
         hub cannot be asked."""
         try:
             model = self.asking.submit(self.auth.user_for_token, token).result(timeout=HUB_TIMEOUT_S)
-        except Exception as error:  # noqa: BLE001 - the hub down, slow or failing: said as such, never a guess
+        except Exception as error:  # the hub down, slow or failing: said as such, never a guess
             raise OSError(f"the hub could not be asked ({type(error).__name__})") from error
         if not isinstance(model, dict) or model.get("kind") != "user" or not isinstance(model.get("name"), str):
             return None

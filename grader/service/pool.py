@@ -12,8 +12,8 @@ import asyncio
 import queue
 import resource
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from grader.classroom.batch import discard_kernel, warm_kernel, grade_job
 from grader.layout import Course

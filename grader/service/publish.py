@@ -8,7 +8,6 @@ penalties (``manual_grades.refresh``).
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 from grader.layout import Course

@@ -4,9 +4,9 @@ corrected (an appeal answered ``fixed``, or a mistake found in a rubric), every 
 The notebook graded again is the one that counts, as graded: ``autograded/{student}/{assignment}/{notebook}`` in the
 grading output, which both the batch and the grading service keep for the attempt that counts, turned back into the
 learner's notebook (``restore.as_submitted``: their answers and added cells, every other cell as released). It is
-graded whole, as any submission is (the course's cells from ``source/`` as they are now, the learner's answers from that notebook,
-in the sandbox), in a scratch folder; then only the named test's points, message and parts are copied onto the stored
-result, and into nbgrader's gradebook where formgrader shows them. Which attempt counts is not decided again.
+graded whole, as any submission is (the course's cells from ``source/`` as they are now, the learner's answers from that
+notebook, in the sandbox), in a scratch folder; then only the named test's points, message and parts are copied onto the
+stored result, and into nbgrader's gradebook where formgrader shows them. Which attempt counts is not decided again.
 
 Which results are graded again (``REGRADED``): every one whose notebook ran when it was graded, whatever its status,
 because its points count in its total: ``graded``, and also ``suspicious`` and ``tampered`` (the flags and the

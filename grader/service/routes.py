@@ -132,7 +132,7 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
             """Whose this request is: the one way every route that acts for an account learns it (``identity``)."""
             return identity.account(self._key(), self.headers, identity.hub())
 
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):  # http.server's name
             if self.path == "/status":
                 return self._answer(200, service.status())
             if self.path == "/appeals":  # the asking account's own regrade requests and answers
@@ -154,7 +154,7 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
                     return self._answer(500, {"error": f"the due dates could not be read ({type(error).__name__})"})
             return self._answer(404, {"error": "no such route"})
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             if self.path not in ("/validate", "/appeal"):
                 return self._answer(404, {"error": "no such route"})
             if self._key() == identity.UNKNOWN:  # counted in no account's connections: judged for nobody either

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from grader.programs import Program
 from grader.submission.evidence.programs import ProgramChecks

@@ -7,8 +7,9 @@ judge never rebuilds a mistake list by hand for each input, and the two cannot d
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -153,7 +153,7 @@ def _timed_code(text: str) -> str:
 def _parse(source: str) -> ast.AST | str | None:
     """The AST, None for source that is not Python (the kernel will say so), or why it could not be scanned."""
     source = _as_run(source)
-    for attempt in range(2):
+    for _attempt in range(2):
         try:
             return ast.parse(source)
         except (SyntaxError, ValueError, OverflowError):

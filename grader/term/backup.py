@@ -105,7 +105,8 @@ def restore(archive: Path, out: Path) -> dict:
         tar = tarfile.open(archive, "r:gz")
     except (OSError, tarfile.TarError) as error:
         raise BackupFailed(f"{archive} is not a term backup ({error})") from None
-    with tar, tempfile.TemporaryDirectory(prefix="term-restore-", dir=out.parent if out.parent.exists() else None) as scratch:
+    beside = out.parent if out.parent.exists() else None
+    with tar, tempfile.TemporaryDirectory(prefix="term-restore-", dir=beside) as scratch:
         try:
             manifest = json.load(tar.extractfile(MANIFEST))
             tar.extractall(scratch, filter="data")
