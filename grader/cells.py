@@ -135,10 +135,11 @@ def test_name(grade_id: str) -> str:
 KEY_PART = "[A-Za-z0-9_]{1,64}"
 
 
-def record_calls(source: str) -> list[tuple[str, re.Pattern | None, bool]]:
+def record_calls(source: str, keys: dict[str, str] | None = None) -> list[tuple[str, re.Pattern | None, bool]]:
     """Each ``record(key, value)`` call of a cell's code: the key as written (an f-string's placeholders in braces),
     its pattern for an f-string key (None for a plain string), and whether the value is ``exported(...)`` (a program
-    handed to the grader). Code that does not parse records nothing."""
+    handed to the grader). ``keys``: the record keys a cell may name (a hidden part's ``record(PROGRAM, ...)`` with a
+    ``Key`` of the assignment's ``rubric_cases``), by name. Code that does not parse records nothing."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -152,6 +153,8 @@ def record_calls(source: str) -> list[tuple[str, re.Pattern | None, bool]]:
         exported = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "exported"
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             found.append((key.value, None, exported))
+        elif isinstance(key, ast.Name) and key.id in (keys or {}):
+            found.append((str(keys[key.id]), None, exported))
         elif isinstance(key, ast.JoinedStr):
             parts = [(v.value, re.escape(v.value)) if isinstance(v, ast.Constant) else ("{" + ast.unparse(v.value) + "}",
                                                                                         KEY_PART) for v in key.values]
