@@ -1,7 +1,7 @@
-"""Where the suite's time goes: the table in docs/how-to/test-and-ci.md, made from a run's own timing.
+"""Where the suite's time goes: the table in docs/explanation/benchmarks.md, made from a run's own timing.
 
     .venv/bin/python tests/durations_table.py            # print the table of test-artifacts/durations.json
-    .venv/bin/python tests/durations_table.py --write    # put it in the how-to, and the units' order in
+    .venv/bin/python tests/durations_table.py --write    # put it in the page, and the units' order in
                                                          # tests/longest-first.txt (from a whole-suite run only)
 
 ``test-artifacts/durations.json`` is written by every ``make test`` (``tests/timing.py``). The table has the run's
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "test-artifacts" / "durations.json"
-HOWTO = ROOT / "docs" / "how-to" / "test-and-ci.md"
+PAGE = ROOT / "docs" / "explanation" / "benchmarks.md"  # beside the measured runs it comes from
 LONGEST_FIRST = ROOT / "tests" / "longest-first.txt"
 BEGIN, END = "<!-- durations table: tests/durations_table.py --write -->", "<!-- end of durations table -->"
 
@@ -77,7 +77,7 @@ def longest_first(record: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--durations", type=Path, default=DURATIONS)
-    parser.add_argument("--write", action="store_true", help=f"replace the table in {HOWTO.relative_to(ROOT)}")
+    parser.add_argument("--write", action="store_true", help=f"replace the table in {PAGE.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     if not args.durations.exists():
         print(f"{args.durations} is missing: run `make test` first (tests/timing.py writes it)", file=sys.stderr)
@@ -90,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
             print("this record is of a partial run (-k, -m, a file, GRADER_SCENARIOS): run make test", file=sys.stderr)
             return 2
         LONGEST_FIRST.write_text("\n".join(longest_first(record)) + "\n")
-        page = HOWTO.read_text()
+        page = PAGE.read_text()
         if BEGIN not in page or END not in page:
-            print(f"{HOWTO} has no markers {BEGIN!r} ... {END!r}", file=sys.stderr)
+            print(f"{PAGE} has no markers {BEGIN!r} ... {END!r}", file=sys.stderr)
             return 2
         head, rest = page.split(BEGIN, 1)
-        HOWTO.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+        PAGE.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
     return 0
 
 

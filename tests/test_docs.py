@@ -301,48 +301,68 @@ def test_every_quoted_throughput_and_ratio_is_a_measured_one():
     assert quoted >= 20, quoted
 
 
+# The one page that keeps the measured runs of the course's own commands (make test, make demo) and the durations
+# table: the README and the other pages quote its newest rows, and a quote that is not the newest row fails here.
+RUNS = DOCS / "explanation" / "benchmarks.md"
 DEMO_ROW = re.compile(r"^\| (\d{4}-\d\d-\d\d) (\d\d:\d\d) \| [^|]+ \| ((?:\d+ min )?\d+ s) \|", re.M)
-QUOTED_DEMO = re.compile(r"`make demo` takes about [\d.]+\s+minutes?\s+after the install\s+\(((?:\d+ min )?\d+ s) on "
-                         r"(\d{4}-\d\d-\d\d)(?: at (\d\d:\d\d) UTC)?")
+QUOTED_DEMO = re.compile(r"`make demo` takes about [\d.]+\s+minutes?\s+after the install\s+\(((?:\d+ min )?\d+ s) "
+                         r"(?:on (\d{4}-\d\d-\d\d)(?: at (\d\d:\d\d) UTC)?|in the newest measured run)")
+
+
+def _section(text: str, heading: str) -> str:
+    """The part of a page under ``heading``, up to the next heading of any level."""
+    return text.split(heading + "\n", 1)[1].split("\n#", 1)[0]
 
 
 def test_every_quoted_demo_time_is_the_newest_measured_demo_run():
     """The time `make demo` takes, wherever the README and the docs quote it, is the newest row of the measured runs
-    of `make demo` in docs/how-to/test-and-ci.md (its date, and its time of day where the page gives one)."""
-    table = (ROOT / "docs" / "how-to" / "test-and-ci.md").read_text(encoding="utf-8")
-    section = table.split("## Measured runs of `make demo`", 1)[1].split("\n## ", 1)[0]
-    rows = DEMO_ROW.findall(section)
-    assert rows, "docs/how-to/test-and-ci.md has no measured run of make demo"
+    of `make demo` in docs/explanation/benchmarks.md (its date, and its time of day, where the page gives them)."""
+    rows = DEMO_ROW.findall(_section(RUNS.read_text(encoding="utf-8"), "### Measured runs of `make demo`"))
+    assert rows, f"{RUNS.relative_to(ROOT)} has no measured run of make demo"
     day, clock, took = rows[-1]
-    quoted = 0
+    quoting = []
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for found in QUOTED_DEMO.finditer(page.read_text(encoding="utf-8")):
-            quoted += 1
-            assert found.group(1) == took and found.group(2) == day and found.group(3) in (None, clock), \
-                f"{page.relative_to(ROOT)} quotes {found.group(0)!r}; the newest measured run is {took} on {day} {clock}"
-    assert quoted >= 3, quoted
+            quoting.append(page.name)
+            assert found.group(1) == took and found.group(2) in (None, day) and found.group(3) in (None, clock), \
+                f"{page.relative_to(ROOT)} quotes {found.group(0)!r}; the newest measured run in " \
+                f"{RUNS.relative_to(ROOT)} is {took} on {day} {clock}"
+    assert "README.md" in quoting, "the README quotes the newest measured run of make demo"
 
 
 def test_every_quoted_suite_figure_is_the_newest_clean_measured_run():
     """The suite's size and time are quoted on several pages; their one source is the newest measured run without a
-    failure in docs/how-to/test-and-ci.md's table, and every quote must be that run (a page cannot keep an old one)."""
-    table = (DOCS / "how-to" / "test-and-ci.md").read_text()
+    failure in docs/explanation/benchmarks.md's table, and every quote must be that run (a page cannot keep an old
+    one)."""
+    table = _section(RUNS.read_text(), "### Measured runs of `make test`")
     rows = list(MEASURED_ROW.finditer(table))
-    assert rows, "no measured run in docs/how-to/test-and-ci.md"
+    assert rows, f"no measured run in {RUNS.relative_to(ROOT)}"
     newest = rows[-1]
     expected = (newest["tests"], newest["pytest"], newest["all"])
     minutes, seconds = (int(n) for n in re.findall(r"\d+", newest["all"]))
-    quoted = 0
+    quoting = []
     for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
         text = page.read_text()
         for found in QUOTED_RUN.finditer(text):
-            quoted += 1
+            quoting.append(page.name)
             assert found.groups() == expected, f"{page.relative_to(ROOT)} quotes {found.group(0)!r}; the newest " \
                                                f"measured run is {expected} ({newest['when'].strip()}, {newest['commit']})"
         for found in QUOTED_ABOUT.finditer(text):
             assert abs(int(found.group(1)) - (minutes + seconds / 60)) <= 1, \
                 f"{page.relative_to(ROOT)}: {found.group(0)!r}, but the newest measured run took {newest['all']} in all"
-    assert quoted >= 2, "the README and the docs quote the suite's measured run"
+    assert "README.md" in quoting, "the README quotes the suite's newest measured run"
+
+
+def test_the_dated_run_logs_are_kept_on_one_page():
+    """The measured runs and the durations table are on docs/explanation/benchmarks.md alone (issue 59): the README
+    and the how-to quote the newest row, never a table of runs of their own."""
+    assert "<!-- durations table" in RUNS.read_text() and "durations_table.py --write" in RUNS.read_text()
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        if page == RUNS:
+            continue
+        text = page.read_text()
+        assert not MEASURED_ROW.search(text) and not DEMO_ROW.search(text) and "<!-- durations table" not in text, \
+            f"{page.relative_to(ROOT)} keeps measured runs of its own: they belong on {RUNS.relative_to(ROOT)}"
 
 
 # The pages axe-core reads besides the first lesson: the other lessons, and one page of each kind of docs page (the

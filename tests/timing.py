@@ -3,7 +3,7 @@
 A pytest plugin (``conftest.py`` loads it). Each run records every test's setup, call and teardown (when each began
 and how long it took, and on which xdist worker), and the set-up time of every module- or session-scoped fixture
 with the test that paid for it; at the end it writes ``test-artifacts/durations.json``, which
-``tests/durations_table.py --write`` turns into the table in docs/how-to/test-and-ci.md and into
+``tests/durations_table.py --write`` turns into the table in docs/explanation/benchmarks.md and into
 ``tests/longest-first.txt``, the order in which ``conftest.py`` hands the test files to the workers.
 
 The budget: a whole-suite run (``make test``: every test collected, no ``-k``, ``-m`` or scenario subset) fails
