@@ -22,6 +22,7 @@ no two modules import each other, even through others or inside a function (no c
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -132,11 +133,57 @@ def test_no_module_imports_one_that_imports_it_back():
         visit(name, [])
 
 
-def test_the_package_map_names_every_package():
-    """``grader/__init__.py``'s map, the README's and the architecture page's name every package there is."""
-    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    documented = {"grader/__init__.py": (PACKAGE / "__init__.py").read_text(),
-                  "docs/explanation/architecture.md": (ROOT / "docs" / "explanation" / "architecture.md").read_text()}
-    for where, text in documented.items():
-        missing = sorted(name for name in packages if f"{name}/" not in text)
-        assert not missing, f"{where} does not name {missing}"
+# The package maps: the README's, the architecture page's and grader/__init__.py's. RANK and MAX_LINES above are their
+# one source: each map names every package of grader/ and no other, the two that state the ranks state them as
+# ranks_line() writes them from RANK, the two that list the packages in rank order keep it, and none gives a line cap
+# but MAX_LINES.
+MAPS = {"README.md": r"grader/(\w+)/", "docs/explanation/architecture.md": r"(?m)^  (\w+)/ ",
+        "grader/__init__.py": r"(?m)^    (\w+)/ "}
+STATE_THE_RANKS = ("docs/explanation/architecture.md", "grader/__init__.py")
+IN_RANK_ORDER = ("README.md", "grader/__init__.py")
+
+
+def packages() -> set[str]:
+    return {init.parent.name for init in PACKAGE.glob("*/__init__.py")}
+
+
+def ranks_line() -> str:
+    """The ranks as the maps state them, lowest first, the places of a rank in alphabetical order."""
+    by_rank: dict[int, list[str]] = {}
+    for place, rank in RANK.items():
+        if place not in ("__init__", "__main__"):
+            by_rank.setdefault(rank, []).append(place)
+    named = {"vocabulary": f"the vocabulary ({', '.join(sorted(VOCABULARY))})"}
+    return " < ".join(", ".join(named.get(place, place) for place in sorted(places))
+                      for _, places in sorted(by_rank.items()))
+
+
+def test_every_rank_is_a_place_there_is():
+    """RANK names no package or module that is gone (a map copied from it would name it too)."""
+    places = {unit(dotted(path)) for path in modules()}
+    assert set(RANK) <= places, f"RANK names {sorted(set(RANK) - places)}, which grader/ does not have"
+
+
+@pytest.mark.parametrize("where", sorted(MAPS))
+def test_each_package_map_is_the_ranks(where):
+    text = (ROOT / where).read_text(encoding="utf-8")
+    if where.endswith(".py"):
+        text = ast.get_docstring(ast.parse(text))
+    listed = list(dict.fromkeys(re.findall(MAPS[where], text)))
+    named, there = set(listed), packages()
+    assert named == there, f"{where}'s package map names {sorted(named - there)} that grader/ does not have and " \
+                           f"misses {sorted(there - named)}; the packages are tests/test_architecture.py's RANK"
+    if where in STATE_THE_RANKS:
+        assert ranks_line() in " ".join(text.split()), f"{where} does not state the ranks as RANK has them: " \
+                                                      f"write {ranks_line()!r}"
+    if where in IN_RANK_ORDER and named <= set(RANK):
+        ranks = [RANK[name] for name in listed]
+        assert ranks == sorted(ranks), f"{where} lists {listed}: not in the order of RANK {ranks}"
+    caps = {int(n) for n in re.findall(r"(\d+)[ -]lines?\b", text)}
+    assert caps <= {MAX_LINES}, f"{where} gives a cap of {sorted(caps - {MAX_LINES})} lines; the test's is {MAX_LINES}"
+
+
+def test_the_architecture_tests_docstring_names_every_place():
+    text = ast.get_docstring(ast.parse(Path(__file__).read_text()))
+    missing = sorted(place for place in set(RANK) - {"__init__", "__main__"} if not re.search(rf"\b{place}\b", text))
+    assert not missing, f"this file's docstring does not name {missing}"
