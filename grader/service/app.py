@@ -62,6 +62,7 @@ class Options:
     lms: object = None  # the LMS file (a path; grader.lms.config.load reads it): totals passed back as they change
     host: str = "127.0.0.1"  # the address ``port`` listens on: learners' servers on other hosts reach it there
     tls: object = None  # an ssl.SSLContext: the port over HTTPS (grader.service.commands.listening_tls)
+    members: tuple[str, ...] = ()  # Unix groups whose accounts its routes answer (serve --members; () : anyone's)
 
 
 class Service:

@@ -39,6 +39,9 @@ def add_commands(sub, port: int) -> None:
     serve.add_argument("--tls-cert", type=Path, metavar="FILE",
                        help="serve that port over HTTPS with this certificate (PEM, its chain after it)")
     serve.add_argument("--tls-key", type=Path, metavar="FILE", help="the private key of --tls-cert (PEM)")
+    serve.add_argument("--members", default="", metavar="GROUP,...",
+                       help="answer only accounts in these Unix groups (a course's learners and graders; anyone "
+                            "else gets 403): what a hub of several courses gives each course's service")
     serve.add_argument("--gradebook", metavar="DB_URL",
                        help="nbgrader's database the counting attempts go into, and due dates and extensions come "
                             "from (default: OUT/gradebook.db, the one formgrader reads when OUT is the course root)")
@@ -100,7 +103,7 @@ def run(args) -> int:
                       gradebook=None if args.no_gradebook else
                       (args.gradebook or f"sqlite:///{args.out.resolve() / 'gradebook.db'}"),
                       port=args.port, host=args.host, tls=tls, check_owner=not args.no_check_owner, cluster=cluster,
-                      lms=args.lms)
+                      lms=args.lms, members=tuple(g.strip() for g in args.members.split(",") if g.strip()))
     return serve(course, options, settings, once=args.once)
 
 

@@ -21,7 +21,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from grader.service import identity
+from grader.service import enrolment, identity
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # Validate's requests (grader.service.validation.MAX_BODY_BYTES)
 VALIDATE_AT_ONCE = 2  # Validate requests judged at the same time; more wait (briefly) or are told to retry
@@ -114,6 +114,7 @@ def _read_body(rfile, length: int) -> bytes | None:
 def handler(service) -> type[BaseHTTPRequestHandler]:
     """The routes, for ``service`` (anything with ``course`` and ``status()``)."""
     judging = threading.BoundedSemaphore(VALIDATE_AT_ONCE)
+    members = tuple(getattr(getattr(service, "options", None), "members", ()) or ())  # serve --members
 
     class Handler(BaseHTTPRequestHandler):
         timeout = REQUEST_DEADLINE_S  # a single read; the whole request has the same deadline (Server)
@@ -129,8 +130,12 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
             return getattr(self.server, "owners", {}).get(id(self.request), identity.UNKNOWN)
 
         def _account(self) -> tuple[int | None, int, str]:
-            """Whose this request is: the one way every route that acts for an account learns it (``identity``)."""
-            return identity.account(self._key(), self.headers, identity.hub())
+            """Whose this request is: the one way every route that acts for an account learns it (``identity``); with
+            ``serve --members``, an account of none of the course's groups is refused (``enrolment``)."""
+            uid, code, why = identity.account(self._key(), self.headers, identity.hub())
+            if uid is not None and members and not enrolment.member(uid, members):
+                return None, 403, enrolment.NOT_ENROLLED
+            return uid, code, why
 
         def do_GET(self):  # http.server's name
             if self.path == "/status":
@@ -178,6 +183,10 @@ def handler(service) -> type[BaseHTTPRequestHandler]:
                     return self._answer(*appeals.request(service.options.out, uid, body))
                 except Exception as error:  # noqa: BLE001 - a request must never stop the service
                     return self._answer(500, {"error": f"the request could not be recorded ({type(error).__name__})"})
+            if members:  # a course's service judges for its own members only
+                uid, code, why = self._account()
+                if uid is None:
+                    return self._answer(code, {"error": why})
             if not judging.acquire(timeout=5):
                 return self._answer(503, {"error": "the grading service is busy; Validate again in a moment"})
             try:
