@@ -7,20 +7,28 @@ an answer (the graded samples: ada solved everything, blake is blank) and Submit
 both; each fetches their own feedback and nothing of the other's; a kernel of ada's server runs as ada and gets
 PermissionError on blake's home, the exchange's inbound, the course's source/, rubric and gradebook.db, the checkout's
 source/ and on renaming the exchange's course folder; the instructor sees both submissions in formgrader.
+The hub holds a second course (``--course``: its own root, groups, exchange folder and grading service): ada, a
+learner of both, sees both courses' assignments, blake only his own; the first course's instructor is refused by the
+second's formgrader, service and files, and the second's grader by the first's (``_two_courses``).
 Screenshots: test-artifacts/browser/hub-*.png; the hub's log: test-artifacts/browser/hub.log.
 """
 from __future__ import annotations
 
 import csv
+import http.cookiejar
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -36,6 +44,8 @@ LEARNERS = ("ada", "blake")
 VENV_BIN = Path("/opt/jax-course/venv/bin")
 MANUAL_CELL, MANUAL_POINTS = "pause-and-reason", 2.0  # sharded_step's free-text answer, graded by hand
 AUTOGRADED = 11.0  # ada's sample: every test of sharded_step
+FIRST_ID, SECOND_ID, SECOND_GRADER = "jax-distributed-training", "jax-second", "grader2"  # hub --course: a second
+SECOND_ROOT = SRV / "courses" / SECOND_ID  # course, ada its one learner, grader2 its instructor
 
 PROBE = f'''
 import json, os
@@ -62,11 +72,11 @@ print("PROBE " + json.dumps({{"uid": os.getuid(), "euid": os.geteuid(), "checks"
 '''
 
 
-def _as_instructor(*argv: str, course: Path = COURSE) -> str:
-    done = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
-                           "HOME=/home/instructor", f"COURSE_ROOT={course}", "LANG=C.UTF-8", *argv],
+def _as_instructor(*argv: str, course: Path = COURSE, user: str = "instructor") -> str:
+    done = subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin",
+                           f"HOME={pwd.getpwnam(user).pw_dir}", f"COURSE_ROOT={course}", "LANG=C.UTF-8", *argv],
                           cwd=course, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"{argv} as instructor:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{argv} as {user}:\n{done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
 
 
@@ -84,7 +94,8 @@ def _step(url: str, fixture: Path, step: str, user: str, log_path: Path = ARTIFA
 def _fresh_learner(name: str) -> None:
     """A learner who has not fetched the assignment yet (the demo accounts are reused from run to run)."""
     home = Path(pwd.getpwnam(name).pw_dir)
-    for leftover in (home / ASSIGNMENT, home / ".local" / "share" / "jupyter" / "nbgrader_cache"):
+    for leftover in (home / ASSIGNMENT, home / FIRST_ID, home / SECOND_ID,
+                     home / ".local" / "share" / "jupyter" / "nbgrader_cache"):
         shutil.rmtree(leftover, ignore_errors=True)
 
 
@@ -126,12 +137,15 @@ def hub_prerequisites() -> None:
 
 
 @pytest.mark.slow
-def test_a_class_on_jupyterhub_in_the_browser():
+def test_a_class_on_jupyterhub_in_the_browser(tmp_path):
     hub_prerequisites()
     _setup_browser()
     began = time.monotonic()
     log_path = ARTIFACTS / "hub.log"
-    hub, url, service_port = start_hub(SRV, log_path, "--workers", "2")
+    second = tmp_path / "second-roster.csv"  # the second course's roster: ada only (the course's own CSV)
+    second.write_text("id,first_name,last_name,email,lms_user_id\nada,Ada,Lovelace,,\n", encoding="utf-8")
+    hub, url, service_port = start_hub(SRV, log_path, "--workers", "2",
+                                       "--course", f"{SECOND_ID}:{second}:{SECOND_GRADER}")
     try:
         ready = time.monotonic() - began
         placeholder = (COURSE / "class-report" / "index.html").read_text()  # formgrader's Class report link, before
@@ -144,7 +158,9 @@ def test_a_class_on_jupyterhub_in_the_browser():
             if ":" in line and not line.startswith("#"):
                 name, word = line.split(":", 1)
                 passwords[name] = word
+        _two_courses(url, service_port, passwords, log_path, hub)
         fixture = {"passwords": passwords, "assignment": ASSIGNMENT, "students": list(LEARNERS),
+                   "folder": f"{FIRST_ID}/{ASSIGNMENT}",  # two courses: each one's notebooks under ~/COURSE/
                    "other": {"ada": "blake", "blake": "ada"},
                    "answers": {name: json.loads((ROOT / "samples" / "submitted" / name / ASSIGNMENT /
                                                  f"{ASSIGNMENT}.ipynb").read_text()) for name in LEARNERS},
@@ -235,10 +251,78 @@ def test_a_class_on_jupyterhub_in_the_browser():
         log = log_path.read_text()
         assert "serve: ada/sharded_step: graded 11/11" in log and "serve: blake/sharded_step: graded" in log
         _a_term(url, fixture, fixture_path, log_path, hub)
-        stop_leaves_nothing(hub, SRV, (*LEARNERS, "instructor"))
+        stop_leaves_nothing(hub, SRV, (*LEARNERS, "instructor", SECOND_GRADER))
     finally:
         _stop(hub, signal.SIGINT, 60)  # Ctrl-C, as at the terminal: the hub stops its proxy, service, servers
     print(f"hub ready {ready:.0f} s after `python -m grader hub`; whole test {time.monotonic() - began:.0f} s")
+
+
+def _as(user: str, *argv: str) -> subprocess.CompletedProcess:
+    """A command as ``user``, with the learners' environment and configuration, in their home."""
+    home = pwd.getpwnam(user).pw_dir
+    return subprocess.run(["runuser", "-u", user, "--", "env", "-i", f"PATH={VENV_BIN}:/usr/bin:/bin", f"HOME={home}",
+                           f"JUPYTER_CONFIG_PATH={SRV / 'learner-config'}", "LANG=C.UTF-8", *argv], cwd=home,
+                          capture_output=True, text=True, timeout=300)
+
+
+ASK_SERVICE = ("import sys, urllib.error, urllib.request\ntry:\n    print(urllib.request.urlopen(sys.argv[1], "
+               "timeout=60).status)\nexcept urllib.error.HTTPError as error:\n    print(error.code)")
+
+
+def _hub_login(url: str, user: str, password: str, then: str) -> urllib.request.OpenerDirector:
+    """A browser's session of ``user`` on the hub (its login form, its cookies), landed on ``then``."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    form = opener.open(f"{url}/hub/login", timeout=120).read().decode()
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
+    fields = {"username": user, "password": password, **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    opener.open(f"{url}/hub/login?next={urllib.parse.quote(then)}", urllib.parse.urlencode(fields).encode(),
+                timeout=300)
+    return opener
+
+
+def _two_courses(url: str, service_port: int, passwords: dict, log_path: Path, hub: subprocess.Popen) -> None:
+    """The second course (``hub --course``): its grader releases sharded_step in it; ada (a learner of both) lists
+    both courses' assignments, blake (of the first only) his course's alone and cannot enter the second's exchange
+    folder; each course's grader is refused by the other's grading service (403) and files, and the first course's
+    instructor by the second's formgrader (403), which its own grader opens on its own gradebook."""
+    deadline = time.monotonic() + 300
+    while log_path.read_text().count("serve: watching") < 2:  # both courses' services
+        assert hub.poll() is None and time.monotonic() < deadline, log_path.read_text()[-4000:]
+        time.sleep(0.5)
+    _as_instructor(str(VENV_BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force", course=SECOND_ROOT,
+                   user=SECOND_GRADER)
+    listed = {name: (lambda done: done.stdout + done.stderr)(_as(name, str(VENV_BIN / "nbgrader"), "list"))
+              for name in LEARNERS}
+    assert f"{FIRST_ID} {ASSIGNMENT}" in listed["ada"] and f"{SECOND_ID} {ASSIGNMENT}" in listed["ada"], listed
+    assert f"{FIRST_ID} {ASSIGNMENT}" in listed["blake"] and SECOND_ID not in listed["blake"], listed
+    exchange = EXCHANGE / SECOND_ID
+    for user, path in (("blake", exchange), ("blake", exchange / "inbound" / "blake+sharded_step+1"),
+                       ("instructor", exchange / "inbound"), ("instructor", SECOND_ROOT / "gradebook.db"),
+                       ("instructor", SECOND_ROOT / "source"), (SECOND_GRADER, COURSE / "gradebook.db"),
+                       (SECOND_GRADER, EXCHANGE / FIRST_ID / "inbound")):
+        tried = _as(user, str(VENV_BIN / "python"), "-c", "import os, sys; p = sys.argv[1]; "
+                    "os.mkdir(p) if p.endswith('+1') else (os.listdir(p) if os.path.isdir(p) else open(p, 'rb'))", path)
+        assert "PermissionError" in tried.stderr, (user, path, tried.stdout, tried.stderr[-500:])
+    answers = {(user, port): _as(user, str(VENV_BIN / "python"), "-c", ASK_SERVICE,
+                                 f"http://127.0.0.1:{port}/duedates").stdout.strip()
+               for user, port in (("ada", service_port + 1), ("blake", service_port + 1), ("ada", service_port),
+                                  ("instructor", service_port + 1), (SECOND_GRADER, service_port))}
+    assert answers == {("ada", service_port + 1): "200", ("blake", service_port + 1): "403", ("ada", service_port): "200",
+                       ("instructor", service_port + 1): "403", (SECOND_GRADER, service_port): "403"}, answers
+    theirs = f"/user/{SECOND_GRADER}/formgrader/api/assignments"
+    grader = _hub_login(url, SECOND_GRADER, passwords[SECOND_GRADER], f"/hub/spawn?next={urllib.parse.quote(theirs)}")
+    while True:  # the second course's grader: their server, on their course's gradebook
+        try:
+            assignments = json.loads(grader.open(f"{url}{theirs}", timeout=120).read())
+            break
+        except (urllib.error.HTTPError, ValueError):
+            assert hub.poll() is None and time.monotonic() < deadline + 300, log_path.read_text()[-4000:]
+            time.sleep(2)
+    assert ASSIGNMENT in json.dumps(assignments), assignments
+    instructor = _hub_login(url, "instructor", passwords["instructor"], "/hub/home")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        instructor.open(f"{url}{theirs}", timeout=120)
+    assert refused.value.code == 403, refused.value
 
 
 def _decisions(log_path: Path, name: str) -> int:

@@ -10,7 +10,8 @@ The repository checkout is world-readable and holds what no learner may read (``
   ``gradebook.db``, the grading output): the instructor's, group ``jdt-graders``, mode 2770, nothing for others;
 * **the exchange** is ``/srv/jax-course/exchange`` (1777, root); its course folder, ``inbound`` and ``feedback`` are
   made here by root, group ``jdt-graders`` (nbgrader's ``groupshared``), so the grading service (root) finds them
-  its own and the instructor's ``release_assignment`` may write ``outbound`` into them;
+  its own and the instructor's ``release_assignment`` may write ``outbound`` into them (a hub of several courses:
+  each course's folder closed to all but its own groups, ``grader.hub.courses``);
 * **the checkout** gets an ACL entry denying the learners' group everything (``setfacl -m g:jdt-learners:---``), and
   the hub refuses to start while a learner can still read its ``source/``;
 * **the learners' Jupyter configuration** is ``/srv/jax-course/learner-config`` (readable by all, no secret);
@@ -110,9 +111,10 @@ def uid_locks(locks: Path | None = None) -> None:
         raise HubRefused(str(error)) from None
 
 
-def _staff_owned(path: Path, instructor: str) -> None:
-    """The course root: the instructor's, group jdt-graders (setgid), read and written by staff, nothing for others."""
-    uid, gid = pwd.getpwnam(instructor).pw_uid, grp.getgrnam(accounts.GRADERS).gr_gid
+def _staff_owned(path: Path, instructor: str, graders: str = accounts.GRADERS) -> None:
+    """The course root: the instructor's, group jdt-graders (a further course: its own graders' group; setgid), read
+    and written by staff, nothing for others."""
+    uid, gid = pwd.getpwnam(instructor).pw_uid, grp.getgrnam(graders).gr_gid
     for folder, _dirs, files in os.walk(path):
         os.lchown(folder, uid, gid)
         os.chmod(folder, 0o2770)
@@ -125,7 +127,7 @@ def _staff_owned(path: Path, instructor: str) -> None:
     # report and export, formgrader): a default ACL gives new folders to the group jdt-graders; files are written
     # group-readable, and replaced through their folder.
     ensure_setfacl()
-    run("setfacl", "-R", "-d", "-m", f"g:{accounts.GRADERS}:rwX,o::---", path)
+    run("setfacl", "-R", "-d", "-m", f"g:{graders}:rwX,o::---", path)
 
 
 def ensure_setfacl() -> None:
@@ -197,36 +199,41 @@ def environment(paths: Paths, checkout: Path) -> str:
     return f"{paths.venv}: {'project reinstalled' if extra else 'installed'}"
 
 
-def course_root(paths: Paths, checkout: Path, instructor: str, roster: Path | None = None) -> None:
-    """Copy the course from the checkout (sources, released notebooks, configuration); keep gradebook and output."""
+def course_root(paths: Paths, checkout: Path, instructor: str, roster: Path | None = None, course=None) -> None:
+    """Copy the course from the checkout (sources, released notebooks, configuration); keep gradebook and output.
+    ``course``: a further course of the hub (``grader.hub.courses.Course``): its root, id and graders' group."""
+    root = paths.course if course is None else course.root
+    root.mkdir(parents=True, exist_ok=True)
+    course_id, graders = (course.id, course.graders) if course is not None else (COURSE_ID, accounts.GRADERS)
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.executed.ipynb", "labextensions")
     for folder in ("source", "notebooks", "lab"):
-        shutil.copytree(checkout / folder, paths.course / folder, ignore=ignore, dirs_exist_ok=True)
+        shutil.copytree(checkout / folder, root / folder, ignore=ignore, dirs_exist_ok=True)
     from grader.course.workspace import complete_language_info, kernel_language_info
 
     # the release folder as the learners' kernel describes it, so a fetched notebook does not open as changed
-    complete_language_info(paths.course / "notebooks", kernel_language_info(paths.venv / "bin" / "python"))
-    shutil.copy2(roster or checkout / "samples" / "roster.csv", paths.course / "roster.csv")  # `nbgrader db student import`
+    complete_language_info(root / "notebooks", kernel_language_info(paths.venv / "bin" / "python"))
+    shutil.copy2(roster or checkout / "samples" / "roster.csv", root / "roster.csv")  # `nbgrader db student import`
     from grader.classroom.class_page import placeholder
 
-    placeholder(paths.course)  # formgrader's Class report link finds a page before the first report
+    placeholder(root)  # formgrader's Class report link finds a page before the first report
     from grader.term.guard import mark
 
-    mark(paths.course, COURSE_ID, by="python -m grader hub")  # its records: no demo target may touch them
+    mark(root, course_id, by="python -m grader hub")  # its records: no demo target may touch them
     config = (checkout / "nbgrader_config.py").read_text(encoding="utf-8")
-    (paths.course / "nbgrader_config.py").write_text(
+    (root / "nbgrader_config.py").write_text(
         config + HUB_SECTION + f"c.Exchange.root = {str(paths.exchange)!r}\nc.CourseDirectory.groupshared = True\n"
+        f"c.CourseDirectory.course_id = {course_id!r}\n"
         # formgrader runs as the instructor, who cannot seal kernels: its Autograde refuses (the service grades), and
         # its Collect (the service collects; a collected copy would mark graded work "needs autograding")
         "c.ProjectAutograde.sealed_only = True\n"
         "c.ExchangeFactory.collect = 'grader.nbgrader_adapter.plugins.ServiceCollect'\n",
         encoding="utf-8")
     # The instructor's server starts in its home, not the course root: this loads the course's configuration.
-    hub = paths.course / "lab" / "hub"
+    hub = root / "lab" / "hub"
     hub.mkdir(exist_ok=True)
     (hub / "nbgrader_config.py").write_text(
         '"""The instructor\'s server on the hub: the course root\'s nbgrader configuration (written by grader hub)."""\n'
-        f"c = get_config()  # noqa: F821\nload_subconfig({str(paths.course / 'nbgrader_config.py')!r})  # noqa: F821\n")
+        f"c = get_config()  # noqa: F821\nload_subconfig({str(root / 'nbgrader_config.py')!r})  # noqa: F821\n")
     # lab/instructor's `tornado_settings.update(...)` is a lazy value JupyterHub's single-user extension cannot read
     # ('log_function' in it): the same Content-Security-Policy, as a plain setting, loaded after it.
     (hub / "jupyter_server_config.py").write_text(
@@ -234,26 +241,34 @@ def course_root(paths: Paths, checkout: Path, instructor: str, roster: Path | No
         "from grader.nbgrader_adapter.formgrader_guard import content_security_policy\n\n"
         "c = get_config()  # noqa: F821\n"
         'c.ServerApp.tornado_settings = {"headers": {"Content-Security-Policy": content_security_policy()}}\n')
-    _staff_owned(paths.course, instructor)
+    _staff_owned(root, instructor, graders)
 
 
-def exchange_folders(paths: Paths) -> None:
-    """The course's exchange folders, root's before any learner could make them (nbgrader's groupshared modes)."""
-    graders = grp.getgrnam(accounts.GRADERS).gr_gid
-    course = paths.exchange / COURSE_ID
+def exchange_folders(paths: Paths, course=None) -> None:
+    """The course's exchange folders, root's before any learner could make them (nbgrader's groupshared modes).
+    ``course``, on a hub of several courses (``grader.hub.courses.Course``): its folder, closed to all but its graders'
+    group and, by an ACL entry, its learners' group, so nobody else can submit into it, fetch from it or list it."""
+    graders = grp.getgrnam(course.graders if course is not None else accounts.GRADERS).gr_gid
+    closed = course is not None
+    learners = course.learners if closed else accounts.LEARNERS
+    course = paths.exchange / (course.id if closed else COURSE_ID)
     # feedback: search only for learners (nbgrader's release_feedback mode): each fetches their page by its hashed
     # name and none lists the others' pages, which carry the learner's name, score and outputs. inbound: learners
     # create their submission folders and none lists them; the sticky bit keeps a learner who learns another's
     # folder name from renaming or removing it (and putting a folder of their own under that name).
-    for folder, mode in ((course, 0o2775), (course / "inbound", 0o3773), (course / "feedback", 0o2771)):
+    for folder, mode in ((course, 0o2770 if closed else 0o2775), (course / "inbound", 0o3773),
+                         (course / "feedback", 0o2771)):
         if folder.is_symlink() or (folder.exists() and (not folder.is_dir() or folder.lstat().st_uid != 0)):
             raise HubRefused(f"{folder} is not a folder of root's (someone else made it): remove it and start again")
         folder.mkdir(exist_ok=True)
         os.chown(folder, 0, graders)
         os.chmod(folder, mode)
+    if closed:  # its learners' way in (nbgrader's modes below it do the rest); nobody else's
+        ensure_setfacl()
+        run("setfacl", "-m", f"g:{learners}:r-x", course)
 
 
-def learner_config(paths: Paths, checkout: Path) -> None:
+def learner_config(paths: Paths, checkout: Path, courses_setting: str | None = None) -> None:
     """The learners' Jupyter configuration (readable by all, no secret): lab/learner on the hub's exchange."""
     from grader.course.labextension import prepare
 
@@ -267,7 +282,7 @@ def learner_config(paths: Paths, checkout: Path) -> None:
 import zmq
 
 c = get_config()  # noqa: F821
-c.CourseDirectory.course_id = {COURSE_ID!r}
+{courses_setting or f"c.CourseDirectory.course_id = {COURSE_ID!r}"}
 c.Exchange.root = {str(paths.exchange)!r}
 c.ExchangeSubmit.add_random_string = True  # a submission's folder name cannot be guessed by another learner
 c.Execute.timeout = 180
@@ -279,16 +294,16 @@ if zmq.has("curve"):
         run("chmod", "-R", "a+rX", folder)
 
 
-def protect_checkout(checkout: Path, learner: str) -> str:
-    """No learner enters the checkout: an ACL entry for the learners' group, checked as a learner."""
+def protect_checkout(checkout: Path, learner: str, group: str = accounts.LEARNERS) -> str:
+    """No learner enters the checkout: an ACL entry for the learners' group (each course's), checked as a learner."""
     ensure_setfacl()
-    done = subprocess.run(["setfacl", "-m", f"g:{accounts.LEARNERS}:---", str(checkout)], capture_output=True, text=True)
+    done = subprocess.run(["setfacl", "-m", f"g:{group}:---", str(checkout)], capture_output=True, text=True)
     probe = as_user(learner, "test", "-r", checkout / "source", check=False)
     if probe.returncode == 0:
         raise HubRefused(f"the learner {learner} can read {checkout / 'source'} (solutions, hidden tests), and "
                          f"setfacl said: {done.stderr.strip() or 'nothing'}. Move the checkout under a folder of "
                          f"mode 0700 (or run `chmod o-rwx {checkout}`) and start the hub again")
-    return f"{checkout}: no access for the group {accounts.LEARNERS} (ACL)"
+    return f"{checkout}: no access for the group {group} (ACL)"
 
 
 def check_learner_side(paths: Paths, learner: str) -> None:
@@ -299,16 +314,17 @@ def check_learner_side(paths: Paths, learner: str) -> None:
                          f"its Python must lie where every account may enter (set {PYTHON_VARIABLE})")
 
 
-def register_assignments(paths: Paths, instructor: str) -> None:
+def register_assignments(paths: Paths, instructor: str, root: Path | None = None) -> None:
     """formgrader's gradebook knows the course's assignments (as ``make instructor`` does; ~10 s each, once) and the
-    roster's learners."""
+    roster's learners; ``root``: a further course's root (default: the hub's course)."""
+    root = root or paths.course
     as_user(instructor, paths.venv / "bin" / "python", "-c",
             "from grader.course.workspace import register_assignments; from grader.layout import Course; "
             "register_assignments(Course.default())",
-            env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=paths.course)
+            env={"COURSE_ROOT": root, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=root)
     # the roster (with each learner's LMS id) for formgrader and `python -m grader export --canvas`
     as_user(instructor, paths.venv / "bin" / "nbgrader", "db", "student", "import", "roster.csv", "--log-level=WARN",
-            env={"COURSE_ROOT": paths.course, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=paths.course)
+            env={"COURSE_ROOT": root, "PATH": f"{paths.venv / 'bin'}:/usr/bin:/bin"}, cwd=root)
 
 
 def free_port() -> int:
@@ -320,7 +336,7 @@ def free_port() -> int:
 def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_port: int, workers: int | None,
                    instructor: str, spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None,
                    grading_jobs: int = 0, lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
-                   public_tls: tuple[Path, Path] | None = None) -> None:
+                   public_tls: tuple[Path, Path] | None = None, courses: list[dict] | None = None) -> None:
     proxy = checkout / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
     settings = {"ip": ip, "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
                 "service_port": service_port, "workers": workers, "venv": str(paths.venv), "course": str(paths.course),
@@ -332,6 +348,7 @@ def write_settings(paths: Paths, checkout: Path, *, ip: str, port: int, service_
                 "groups": {"learners": accounts.LEARNERS, "graders": accounts.GRADERS,
                            "instructors": accounts.INSTRUCTORS}}
     settings["lti"] = str(lti.resolve()) if lti else None  # hub --lti: LMS launches (grader.hub.lti)
+    settings["courses"] = courses or []  # hub --course: every course of the hub, its own first (grader.hub.courses)
     fd = os.open(paths.settings, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         json.dump(settings, out, indent=2)

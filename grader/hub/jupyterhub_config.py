@@ -12,9 +12,11 @@ root only): paths, ports, groups. JupyterHub's own pieces do the work:
 * ``jupyterhub-idle-culler`` (unless ``--cull-idle 0``): a server idle that long is stopped, and each server stops its
   own kernels idle half that long;
 * a managed service, ``grading``: the course's ``python -m grader serve`` as root (it seals kernels) on the shared
-  exchange, with the course root as its output and gradebook. Each server gets ``COURSE_GRADING_TOKEN``, a token of
-  its user with no power but naming them, which it sends with its requests; the service asks the hub whose it is
-  (``grader.service.identity``), so it tells who asks from the request itself, on this host or another.
+  exchange, with the course root as its output and gradebook; with ``hub --course``, one per course (``grading-ID``,
+  its own root, gradebook and port), each answering its course's groups only (``grader.hub.courses``). Each server
+  gets ``COURSE_GRADING_TOKEN``, a token of its user with no power but naming them, which it sends with its
+  requests; the service asks the hub whose it is (``grader.service.identity``), so it tells who asks from the request
+  itself, on this host or another.
 """
 import grp
 import json
@@ -52,9 +54,14 @@ c.JupyterHub.cleanup_servers = True  # Ctrl-C stops every server too
 c.JupyterHub.template_paths = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")]
 
 groups = s["groups"]
+# every course of the hub, its own first (hub --course adds more: grader.hub.courses); each its root, groups, service
+courses = s.get("courses") or [{"id": s["course_id"], "root": course, "learners": groups["learners"],
+                                "graders": groups["graders"], "instructor": s["instructor"], "service": "grading",
+                                "port": s["service_port"]}]
 c.JupyterHub.authenticator_class = "pam"
-c.PAMAuthenticator.allowed_groups = {groups["learners"], groups["graders"], groups["instructors"]}
-c.PAMAuthenticator.admin_groups = {groups["instructors"]}
+c.PAMAuthenticator.allowed_groups = {groups["instructors"], *(c_[g] for c_ in courses for g in ("learners", "graders"))}
+# the hub's admins may open every server on it: with more than one course, no course's staff is one
+c.PAMAuthenticator.admin_groups = {groups["instructors"]} if len(courses) == 1 else set()
 if s.get("lti"):  # hub --lti FILE: LMS launches; the password form for staff only (grader/hub/lti.py)
     from grader.hub.lti import configure
 
@@ -78,19 +85,32 @@ c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 # Learners: no course root, no checkout; Validate asks the grading service: on this machine over loopback, from
 # another host over HTTPS verified with the course's CA (grader.hub.install.site_certificates).
-grading = {"COURSE_GRADING_URL": f"https://{site}:{s['service_port']}/",
-           "COURSE_GRADING_CA": os.path.join(os.path.dirname(state), "site-ca.pem")} if remote else \
-          {"COURSE_GRADING_URL": f"http://127.0.0.1:{s['service_port']}/"}
+def _service_url(port: int) -> str:
+    return f"https://{site}:{port}/" if remote else f"http://127.0.0.1:{port}/"
+
+
+grading = {"COURSE_GRADING_URL": _service_url(courses[0]["port"]),
+           **({"COURSE_GRADING_CA": os.path.join(os.path.dirname(state), "site-ca.pem")} if remote else {})}
+if len(courses) > 1:  # Validate asks the service of the course a notebook lies under (~/COURSE/...: grader.learner)
+    grading["COURSE_GRADING_URLS"] = json.dumps({c_["id"]: _service_url(c_["port"]) for c_ in courses})
 c.Spawner.environment = {"JUPYTER_CONFIG_PATH": s["learner_config"], **grading, "PATH": bin_path}
 
 
-def _is_staff(name: str) -> bool:
+def _course_of(name: str, role: str = "graders") -> dict | None:
+    """The first course whose ``role`` group (graders: its formgrader opens on it; learners: its service answers the
+    Assignment List's due dates and regrade requests) ``name`` is in, or None."""
     try:
         account = pwd.getpwnam(name)
-        graders = grp.getgrnam(groups["graders"]).gr_gid
+        mine = set(os.getgrouplist(name, account.pw_gid))
     except KeyError:
-        return False
-    return graders in os.getgrouplist(name, account.pw_gid)
+        return None
+    for graded in courses:
+        try:
+            if grp.getgrnam(graded[role]).gr_gid in mine:
+                return graded
+        except KeyError:
+            continue
+    return None
 
 
 GRADING_TOKEN_S = 30 * 24 * 3600  # a server's token for the grading service lasts this long (a new one each start)
@@ -111,39 +131,53 @@ def _grading_token(spawner) -> dict:
 
 def _pre_spawn(spawner) -> None:
     spawner.environment = {**spawner.environment, **_grading_token(spawner)}
-    if _is_staff(spawner.user.name):  # the course root, opened on formgrader (as `python -m grader instructor`)
-        spawner.notebook_dir = course
+    graded = _course_of(spawner.user.name)
+    learned = _course_of(spawner.user.name, "learners") if graded is None and len(courses) > 1 else None
+    if learned is not None:  # a learner of a further course only: their course's service by default
+        spawner.environment = {**spawner.environment, "COURSE_GRADING_URL": _service_url(learned["port"])}
+    if graded is not None:  # its course root, opened on formgrader (as `python -m grader instructor`)
+        root = graded["root"]
+        spawner.notebook_dir = root
         spawner.default_url = "/formgrader"
         spawner.environment = {
             **spawner.environment,
-            "JUPYTER_CONFIG_PATH": f"{course}/lab/hub:{course}/lab/instructor",
-            "COURSE_ROOT": course,
+            "JUPYTER_CONFIG_PATH": f"{root}/lab/hub:{root}/lab/instructor",
+            "COURSE_ROOT": root,
             **grading,
+            "COURSE_GRADING_URL": _service_url(graded["port"]),
             "PATH": bin_path,
         }
 
 
 c.Spawner.pre_spawn_hook = _pre_spawn
 
-serve = [f"{venv}/bin/python", "-m", "grader", "serve", "--exchange", s["exchange"], "--course-id", s["course_id"],
-         "--out", course, "--gradebook", f"sqlite:///{course}/gradebook.db", "--port", str(s["service_port"])]
+
+
+def _serve(served: dict) -> list[str]:
+    """A course's grading service: its exchange folder, root and gradebook, its port, its members only."""
+    root = served["root"]
+    return [f"{venv}/bin/python", "-m", "grader", "serve", "--exchange", s["exchange"], "--course-id", served["id"],
+            "--out", root, "--gradebook", f"sqlite:///{root}/gradebook.db", "--port", str(served["port"]),
+            "--members", f"{served['learners']},{served['graders']}"]
+
+
+serve = []  # what every course's service adds to its command
 if remote:  # the learner-facing port on the site's address, over HTTPS
     tls = os.path.join(state, "site-tls")
     serve += ["--host", site, "--tls-cert", f"{tls}/cluster.pem", "--tls-key", f"{tls}/cluster-key.pem"]
 if s.get("workers"):
     serve += ["--workers", str(s["workers"])]
-if s.get("lms"):  # totals passed back to the LMS as they change (grader.lms; docs/how-to/connect-your-lms.md)
-    serve += ["--lms", s["lms"]]
 if s.get("grading_jobs"):  # the kernels on Dask workers in Slurm jobs (grader.classroom.cluster.slurm_client)
     serve += ["--slurm-workers", str(s["grading_jobs"]), "--tls-dir", os.path.join(state, "grading-tls"),
               "--slurm-partition", job.get("partition", "course"),
               "--scheduler-host", job.get("scheduler_host") or site]
 c.JupyterHub.services = [{
-    "name": "grading",
-    "command": serve,
-    "cwd": course,
-    "environment": {"COURSE_ROOT": course, "PATH": bin_path},
-}]
+    "name": served["service"],
+    # totals passed back to the LMS as they change, the hub's own course's (grader.lms; docs/how-to/connect-your-lms.md)
+    "command": _serve(served) + serve + (["--lms", s["lms"]] if s.get("lms") and served is courses[0] else []),
+    "cwd": served["root"],
+    "environment": {"COURSE_ROOT": served["root"], "PATH": bin_path},
+} for served in courses]
 
 cull = int(s.get("cull_idle") or 0)
 if cull:  # a server idle `cull` seconds is stopped; activity is reported often enough for that to be true

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.hub import accounts, install
+from grader.hub import accounts, courses as hub_courses, install
 from grader.hub.install import HubRefused, Paths
 
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
@@ -20,7 +20,8 @@ def checkout_root() -> Path:
 def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths: Paths | None = None,
             spawner: str = "local", cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0,
             roster: Path | None = None, lms: Path | None = None, site_address: str = "127.0.0.1",
-            lti: Path | None = None, public_tls: tuple[Path, Path] | None = None, say=print) -> tuple[list[str], dict[str, str], Path]:
+            lti: Path | None = None, public_tls: tuple[Path, Path] | None = None, courses: list[str] | None = None,
+            say=print) -> tuple[list[str], dict[str, str], Path]:
     """Set everything up (idempotent) and return JupyterHub's argv, environment and working folder."""
     if os.geteuid() != 0:
         raise HubRefused("the hub must run as root (sudo make hub): it makes the class's Unix accounts, starts each "
@@ -38,6 +39,10 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
             say(f"hub: grades passed back to the LMS at {load(lms).issuer} (LTI 1.3 AGS; python -m grader lms status)")
         except ConfigError as error:
             raise HubRefused(f"--lms: {error}") from None
+    if lti is not None and courses:  # an LTI launch enrols into the hub's own course, its instructors the hub's admins
+        raise HubRefused("--course with --lti: a launch from the LMS enrols into the hub's own course only, and its "
+                         "instructors are the hub's admins (who may open every server): run each course's LTI "
+                         "launches on a hub of its own")
     if lti is not None:  # read now: a hub the LMS cannot launch into says so before it starts anything
         from grader.hub.lti import LtiError, announce
         from grader.lms.keys import KeyProblem
@@ -48,28 +53,51 @@ def prepare(*, ip: str, port: int, service_port: int, workers: int | None, paths
         except (LtiError, KeyProblem) as error:
             raise HubRefused(f"--lti: {error}") from None
     instructor = accounts.INSTRUCTOR
+    hub_course = hub_courses.first(install.COURSE_ID, paths.course, service_port)
     install.folders(paths, None)
+    try:  # hub --course: further courses, each its own (grader.hub.courses); read before any account is touched
+        extra = hub_courses.others(courses or [], hub_course, paths.srv)
+        enrolled = {c.id: hub_courses.learners(c, roster is None, paths.state / f"roster-{c.id}.csv") for c in extra}
+    except hub_courses.CourseRefused as error:
+        raise HubRefused(str(error)) from None
+    staff = hub_courses.staff_accounts(extra) + [a for names, made, _ in enrolled.values() for a in made]
     if roster is None:  # the demo class: demo passwords for every account
         learners = accounts.roster(checkout / "samples" / "roster.csv")
-        accounts.ensure(accounts.accounts(learners), paths.passwords)
+        accounts.ensure(accounts.accounts(learners) + staff, paths.passwords)
     else:  # a real class: the site's logins (or the LMS's); a demo password for the instructor only
         learners, course_csv = enrol(roster, paths, say)
-        accounts.ensure(accounts.accounts([]), paths.passwords)
+        accounts.ensure(accounts.accounts([]) + staff, paths.passwords)
+    for course in extra:
+        names, _, refused = enrolled[course.id]
+        hub_courses.join(course, names)
+        for line in refused:
+            say(f"hub: --course {course.id}: roster {line}")
     install.folders(paths, instructor)
     say(f"hub: accounts {instructor} ({accounts.INSTRUCTORS}, {accounts.GRADERS}) and {len(learners)} learner(s) "
         f"({accounts.LEARNERS}: {', '.join(learners[:8])}{', ...' if len(learners) > 8 else ''}); homes 0700")
     say(f"hub: {install.protect_checkout(checkout, learners[0])}")
+    for course in extra:
+        say(f"hub: {install.protect_checkout(checkout, enrolled[course.id][0][0], course.learners)}")
     say(f"hub: {install.environment(paths, checkout)}")
     install.check_learner_side(paths, learners[0])
     install.proxy(checkout)
     install.course_root(paths, checkout, instructor, None if roster is None else course_csv)
-    install.exchange_folders(paths)
-    install.learner_config(paths, checkout)
+    install.exchange_folders(paths, hub_course if extra else None)
+    for course in extra:
+        install.course_root(paths, checkout, course.instructor, paths.state / f"roster-{course.id}.csv", course)
+        install.exchange_folders(paths, course)
+    install.learner_config(paths, checkout, hub_courses.learner_exchange_config([hub_course, *extra]))
     install.register_assignments(paths, instructor)
+    for course in extra:
+        install.register_assignments(paths, course.instructor, course.root)
     install.write_settings(paths, checkout, ip=ip, port=port, service_port=service_port, workers=workers,
                            instructor=instructor, spawner=spawner, cull_idle=cull_idle, slurm=slurm,
                            grading_jobs=grading_jobs, lms=lms, lti=lti, site_address=site_address,
-                           public_tls=public_tls)
+                           public_tls=public_tls, courses=[c.settings() for c in [hub_course, *extra]])
+    for course in extra:
+        say(f"hub: course {course.id}: root {course.root} (2770 {course.instructor}:{course.graders}); "
+            f"{len(enrolled[course.id][0])} learner(s) ({course.learners}); graders {', '.join(course.staff)}; "
+            f"its grading service on port {course.port}")
     if not _loopback(site_address):
         say(f"hub: learners' servers on other hosts reach the hub's API at https://{site_address} (JupyterHub's "
             "internal TLS) and the grading "
@@ -161,11 +189,11 @@ def slurm_ready() -> str:
 def main(ip: str, port: int, service_port: int, workers: int | None, spawner: str = "local",
          cull_idle: int = 3600, slurm: dict | None = None, grading_jobs: int = 0, roster: Path | None = None,
          lms: Path | None = None, site_address: str = "127.0.0.1", lti: Path | None = None,
-         public_tls: tuple[Path, Path] | None = None) -> int:
+         public_tls: tuple[Path, Path] | None = None, courses: list[str] | None = None) -> int:
     try:
         argv, env, cwd = prepare(ip=ip, port=port, service_port=service_port, workers=workers, spawner=spawner,
                                  cull_idle=cull_idle, slurm=slurm, grading_jobs=grading_jobs, roster=roster, lms=lms, lti=lti,
-                                 site_address=site_address, public_tls=public_tls)
+                                 site_address=site_address, public_tls=public_tls, courses=courses)
     except HubRefused as error:
         print(f"hub: {error}", file=sys.stderr)
         return 2
@@ -217,9 +245,15 @@ def add_commands(sub, service_port: int) -> None:
                      help="the LTI file: learners launched from the LMS over LTI 1.3 (issuer, client id, key set and "
                           "login URLs, deployment ids); the password form then admits staff only "
                           "(docs/how-to/connect-your-lms.md)")
+    hub.add_argument("--course", action="append", default=[], metavar="ID:ROSTER:GRADERS",
+                     help="one more course on this hub (repeatable): its course id, its roster (as --roster reads "
+                          "one) and its graders' accounts, comma-separated, the first its instructor; its own root "
+                          "(SRV/courses/ID), groups, exchange folder and grading service (--service-port + 1, + 2, "
+                          "...); docs/how-to/run-the-course-at-your-site.md")
     hub.set_defaults(run=lambda args: main(args.ip, args.port, args.service_port, args.workers, args.spawner,
                                            args.cull_idle, _slurm_settings(args), args.grading_jobs, args.roster,
-                                           args.lms, args.site_address, lti=args.lti, public_tls=_public_tls(args)))
+                                           args.lms, args.site_address, lti=args.lti, public_tls=_public_tls(args),
+                                           courses=args.course))
     enrolled = sub.add_parser("roster", help="apply the class's roster again to a hub's accounts (root): new learners "
                                              "added, dropped ones deactivated, nobody's work touched")
     enrolled.add_argument("file", type=Path)

@@ -16,7 +16,9 @@ what the released notebook holds.
 
 The dialog's wording (the count first, the failures by name, text never markup) comes from a checked copy of
 nbgrader's labextension that ``python -m grader lab`` prepares (``grader/course/labextension.py``). The grading
-service's address: ``COURSE_GRADING_URL`` (default ``http://127.0.0.1:47080/``; plain http only to loopback).
+service's address: ``COURSE_GRADING_URL`` (default ``http://127.0.0.1:47080/``; plain http only to loopback); on a
+hub of several courses, ``COURSE_GRADING_URLS`` names each course's, and Validate asks the one of the course the
+notebook lies under (``~/COURSE/ASSIGNMENT/``).
 """
 from __future__ import annotations
 

@@ -74,8 +74,8 @@ def validate(fullpath: str) -> dict:
     if "type_changed" in result or "changed" in result or validator.executed is None:
         return {"success": True, "value": result}  # nbgrader's own words: the notebook must be restored first
     tests = report.tested(validator.executed)
-    assignment = Path(fullpath).parent.name
-    service, why_not = report.ask(assignment, tests) if tests else (None, "this notebook has no autograded tests")
+    assignment, course = Path(fullpath).parent.name, Path(fullpath).parent.parent.name  # ~/[COURSE/]ASSIGNMENT/
+    service, why_not = report.ask(assignment, tests, course) if tests else (None, "this notebook has no autograded tests")
     return {"success": True, "value": report.dialog(tests, service, why_not, report.manual_answers(validator.executed),
                                                     report.cell_errors(validator.executed))}
 

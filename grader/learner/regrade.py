@@ -26,8 +26,8 @@ from jupyter_server.base.handlers import JupyterHandler
 from tornado import web
 
 from grader import cells
-from grader.learner.report import (DEFAULT_PORT, URL_VARIABLE, is_loopback_host, service_url, tls_context,
-                                   token_headers)
+from grader.learner.report import (DEFAULT_PORT, URL_VARIABLE, course_ids, is_loopback_host, service_url,
+                                   tls_context, token_headers)
 
 test_name = cells.test_name
 
@@ -36,11 +36,12 @@ MAX_REASON = 2000  # characters, as the service keeps (grader.service.appeals.MA
 TIMEOUT_S = 15
 
 
-def service_address(default_port: int = DEFAULT_PORT) -> str:
+def service_address(default_port: int = DEFAULT_PORT, course: str | None = None) -> str:
     """The grading service as this server knows it: ``COURSE_GRADING_URL`` (set by the hub for every learner's server
-    and its terminals and kernels: plain http on this machine, https to another host), else the course's port here."""
+    and its terminals and kernels: plain http on this machine, https to another host; on a hub of several courses,
+    ``course``'s), else the course's port here."""
     if os.environ.get(URL_VARIABLE, "").strip():
-        return service_url()  # raises ValueError for a URL that may not carry the token (plain http off this host)
+        return service_url(course)  # raises ValueError for a URL that may not carry the token (plain http off this host)
     return f"http://127.0.0.1:{default_port}/"
 
 
@@ -88,12 +89,23 @@ def tests_of(root: Path, assignment: str) -> list[tuple[str, str]]:
 
 
 def assignments_in(root: Path) -> list[str]:
-    """The learner's fetched assignments: folders of the server's root that hold a notebook."""
-    try:
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                      and any(p.glob("*.ipynb")))[:50]
-    except OSError:
-        return []
+    """The learner's fetched assignments: folders of the server's root that hold a notebook, and on a hub of several
+    courses ``COURSE/ASSIGNMENT`` for those in a course's folder."""
+    found = []
+    for folder, prefix in ((root, ""), *((root / course, f"{course}/") for course in course_ids())):
+        try:
+            found += sorted(prefix + p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+                            and any(p.glob("*.ipynb")))
+        except OSError:
+            continue
+    return found[:50]
+
+
+def course_and_assignment(chosen: str) -> tuple[str | None, str]:
+    """``COURSE/ASSIGNMENT`` (a course's folder on a hub of several courses) as (course, assignment); else (None,
+    the name as it is)."""
+    course, _, assignment = chosen.rpartition("/")
+    return (course, assignment) if course in course_ids() else (None, chosen)
 
 
 STYLE = """body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
@@ -152,8 +164,9 @@ class RegradeHandler(JupyterHandler):
     def _show(self, assignment: str, test: str = "", said: str = "", refused: bool = False) -> None:
         root = Path(self.settings["root_dir"])
         assignments = assignments_in(root)
-        if assignment not in assignments:
-            assignment = assignments[0] if assignments else ""
+        if assignment not in assignments:  # the Assignment List's link names the assignment; its course folder first
+            assignment = next((a for a in assignments if a.endswith(f"/{assignment}")),
+                              assignments[0] if assignments else "")
         try:
             url = service_address()
             status, answer = send(url, None)
@@ -182,8 +195,9 @@ class RegradeHandler(JupyterHandler):
         if len(reason) > MAX_REASON:
             return self._show(assignment, test, f"Your reason is {len(reason):,} characters long; shorten it to at "
                                                 f"most {MAX_REASON:,}.", refused=True)
+        course, name = course_and_assignment(assignment)
         try:
-            status, answer = send(service_address(), assignment, test, reason)
+            status, answer = send(service_address(course=course), name, test, reason)
         except (OSError, ValueError) as error:
             return self._show(assignment, test, f"The grading service does not answer ({_why(error)}), so nothing "
                                                 "was sent; try again later.", refused=True)

@@ -25,6 +25,8 @@ MIME_TYPE = "application/vnd.jax-course.record+json"
 DEFAULT_PORT = 47080  # python -m grader serve --port (grader/service/app.py)
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}/"
 URL_VARIABLE = "COURSE_GRADING_URL"
+#: On a hub of several courses: each course's service, ``{course id: URL}`` as JSON (``grader.hub.courses``).
+URLS_VARIABLE = "COURSE_GRADING_URLS"
 #: The CA file an https ``COURSE_GRADING_URL`` is verified with (the site's; default: the system's CAs).
 CA_VARIABLE = "COURSE_GRADING_CA"
 #: The token the hub issued this server's user for the grading service alone (``grader.hub.jupyterhub_config``): sent
@@ -121,18 +123,35 @@ def manual_answers(notebook) -> int:
     return sum(cells.is_manual_answer(cell) for cell in notebook.get("cells", []))
 
 
-def service_url() -> str:
-    """The grading service's address: ``COURSE_GRADING_URL``, or the course's port on this machine's loopback.
+def service_url(course: str | None = None) -> str:
+    """The grading service's address: the service of ``course`` where ``COURSE_GRADING_URLS`` names one (a hub of
+    several courses), else ``COURSE_GRADING_URL``, or the course's port on this machine's loopback.
 
     Only http(s) URLs. A plain-http URL must name a loopback address: the records sent are the learner's own
     work, and the verdicts are trusted on screen, so over a network the service must be reached with TLS."""
     url = os.environ.get(URL_VARIABLE, "").strip() or DEFAULT_URL
+    if course:
+        try:
+            by_course = json.loads(os.environ.get(URLS_VARIABLE, "") or "{}")
+        except ValueError:
+            by_course = {}
+        if isinstance(by_course, dict) and isinstance(by_course.get(course), str):
+            url = by_course[course].strip()
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{URL_VARIABLE} must be an http(s) URL")
     if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ValueError(f"{URL_VARIABLE}: plain http only to this machine (127.0.0.1, ::1, localhost); use https")
     return url
+
+
+def course_ids() -> list[str]:
+    """The courses of ``COURSE_GRADING_URLS`` (a hub of several courses: each one's notebooks under ``~/COURSE/``)."""
+    try:
+        by_course = json.loads(os.environ.get(URLS_VARIABLE, "") or "{}")
+    except ValueError:
+        return []
+    return sorted(k for k in by_course if isinstance(k, str) and k) if isinstance(by_course, dict) else []
 
 
 def tls_context(url: str) -> ssl.SSLContext | None:
@@ -159,10 +178,11 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def ask(assignment: str, tests: list[dict]) -> tuple[dict | None, str]:
-    """The service's verdicts by grade id (None when it gave none), and why not."""
+def ask(assignment: str, tests: list[dict], course: str | None = None) -> tuple[dict | None, str]:
+    """The service's verdicts by grade id (None when it gave none), and why not; ``course``: the course the notebook
+    lies under (``service_url``)."""
     try:
-        url = urllib.parse.urljoin(service_url(), "validate")
+        url = urllib.parse.urljoin(service_url(course), "validate")
     except ValueError as refused:
         return None, str(refused)
     body = json.dumps({"assignment": assignment, "tests": [

@@ -11,7 +11,7 @@
 //                                  over the fetched notebook, Submit again; one more submission is listed
 //   node hub.mjs appeal USER       log in, Assignment List: "ask for a regrade", send FIXTURE.appeal[USER] from the page
 // Environment: HUB_URL, HUB_FIXTURE (JSON: passwords, assignment, answers {user: notebook}, other {user: user},
-// probe: python code), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
+// probe: python code, folder: the fetched assignment's folder, default A), ARTIFACTS_DIR, CHROMIUM. Prints `HUB-RESULT {json}`.
 import fs from 'node:fs';
 import path from 'node:path';
 import { axeViolations, launchChromium } from './common.mjs';
@@ -26,6 +26,7 @@ const ARTIFACTS = env('ARTIFACTS_DIR');
 const FIXTURE = JSON.parse(fs.readFileSync(env('HUB_FIXTURE'), 'utf8'));
 const [STEP, USER] = process.argv.slice(2);
 const A = FIXTURE.assignment;
+const DIR = FIXTURE.folder || A;  // where Fetch puts it: ~/COURSE/A on a hub of several courses
 const started = Date.now();
 const log = (message) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${USER}: ${message}`);
 const check = (condition, message) => { if (!condition) throw new Error(message); };
@@ -93,7 +94,7 @@ async function submit(page) {
     .click({ timeout: 60_000 });
   await listItem(page, 'fetched_assignments_list', A).first().waitFor({ state: 'visible', timeout: 60_000 });
   // NOT A CLICK: the learner's answer, saved through the contents API as an editor's save would.
-  const saved = await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`,
+  const saved = await api(page, 'PUT', `${server}/api/contents/${DIR}/${A}.ipynb`,
     { type: 'notebook', format: 'json', content: FIXTURE.answers[USER] });
   check(saved.status === 200, `saving the answer: HTTP ${saved.status}`);
   log(`fetched ${A} into the home folder and saved the answer`);
@@ -112,8 +113,8 @@ async function resubmit(page) {
   await openAssignmentList(page);
   const before = await page.locator('#submitted_assignments_list .nested_list_item').count();
   const saved = FIXTURE.unreadable?.[USER]
-    ? await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`, { type: 'file', format: 'text', content: FIXTURE.unreadable[USER] })
-    : await api(page, 'PUT', `${server}/api/contents/${A}/${A}.ipynb`, { type: 'notebook', format: 'json', content: FIXTURE.answers[USER] });
+    ? await api(page, 'PUT', `${server}/api/contents/${DIR}/${A}.ipynb`, { type: 'file', format: 'text', content: FIXTURE.unreadable[USER] })
+    : await api(page, 'PUT', `${server}/api/contents/${DIR}/${A}.ipynb`, { type: 'notebook', format: 'json', content: FIXTURE.answers[USER] });
   check(saved.status === 200 || saved.status === 201, `saving the new answer: HTTP ${saved.status}`);
   await listItem(page, 'fetched_assignments_list', A).getByRole('button', { name: 'Submit', exact: true }).first().click();
   const submitted = page.locator('#submitted_assignments_list .nested_list_item');
@@ -169,7 +170,7 @@ async function feedback(page) {
   // FIXTURE.expect[USER]: a text the newest page must hold (an answer released beside an earlier page)
   const wanted = FIXTURE.pages?.[USER] || 1;
   const expected = FIXTURE.expect?.[USER];
-  const folderNames = async () => ((await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json?.content || [])
+  const folderNames = async () => ((await api(page, 'GET', `${server}/api/contents/${DIR}/feedback`)).json?.content || [])
     .filter((f) => f.type === 'directory').map((f) => f.name).sort();
   const pageText = async (file) => (await api(page, 'GET', `${server}/api/contents/${encodeURI(file)}?type=file&format=text&content=1`)).json?.content || '';
   const until = Date.now() + 240_000;
@@ -177,7 +178,7 @@ async function feedback(page) {
     if (await fetchButton.isEnabled()) await fetchButton.click();
     await page.waitForTimeout(1000);
     const names = await folderNames();
-    if (names.length >= wanted && (!expected || (await pageText(`${A}/feedback/${names.at(-1)}/${A}.html`)).includes(expected))) break;
+    if (names.length >= wanted && (!expected || (await pageText(`${DIR}/feedback/${names.at(-1)}/${A}.html`)).includes(expected))) break;
     check(Date.now() < until, `no feedback page ${wanted}${expected ? ` saying '${expected}'` : ''} after 240 s`);
     await page.waitForTimeout(1000);
     await page.locator('#refresh_assignments_list').click();
@@ -185,8 +186,8 @@ async function feedback(page) {
   }
   await page.locator('#submitted_assignments_list a', { hasText: 'view feedback' }).first().waitFor({ state: 'visible', timeout: 60_000 });
   await shot(page, 'feedback-listed');
-  const folders = (await api(page, 'GET', `${server}/api/contents/${A}/feedback`)).json.content.filter((f) => f.type === 'directory');
-  const file = `${A}/feedback/${folders.map((f) => f.name).sort().at(-1)}/${A}.html`;
+  const folders = (await api(page, 'GET', `${server}/api/contents/${DIR}/feedback`)).json.content.filter((f) => f.type === 'directory');
+  const file = `${DIR}/feedback/${folders.map((f) => f.name).sort().at(-1)}/${A}.html`;
   await page.goto(`${server}/files/${encodeURI(file)}`);
   const text = await page.locator('body').innerText();
   await shot(page, 'feedback-page');
@@ -195,7 +196,7 @@ async function feedback(page) {
   await openLab(page);  // (the feedback page is sandboxed: no script of the page may read cookies)
   const other = FIXTURE.other[USER];
   const theirs = {};
-  for (const route of [`/user/${other}/api/contents/${A}/feedback`, `/user/${other}/files/${A}/${A}.ipynb`,
+  for (const route of [`/user/${other}/api/contents/${DIR}/feedback`, `/user/${other}/files/${DIR}/${A}.ipynb`,
     `/user/${other}/api/contents`, `/hub/api/users/${other}`]) {
     const answer = await api(page, 'GET', `${HUB}${route}`);
     theirs[route] = { status: answer.status, type: answer.type, content: answer.json && (answer.json.content !== undefined || answer.json.name !== undefined) };
