@@ -99,6 +99,28 @@ def test_a_roster_from_canvas_then_moodle_then_the_course_adds_deactivates_and_r
     assert not _active(second) and not _active(third)
 
 
+def test_a_learner_dropped_from_the_hubs_course_keeps_a_login_for_another_course_of_the_hub(tmp_path, names):
+    """Two courses on one hub (``hub --course``): dropping a learner of both from the hub's own course's roster takes
+    them out of its group only; their account stays open for the other course (and is expired once they learn in
+    none)."""
+    first, second = names[:2]
+    other = f"jdt-{first}-learners"  # a further course's learners' group, of this test's own
+    state = tmp_path / "state" / "roster.json"
+    course = [["id", "first_name", "last_name", "email", "lms_user_id"]]
+    roster.apply(roster.read(_write(tmp_path / "both.csv", course + [[first], [second]])), state)
+    subprocess.run(["groupadd", other], check=True, capture_output=True)
+    try:
+        subprocess.run(["usermod", "--append", "--groups", other, first], check=True, capture_output=True)
+        assert roster.learner_elsewhere(first) and not roster.learner_elsewhere(second)
+        dropped = roster.apply(roster.read(_write(tmp_path / "none.csv", course + [[names[2]]]),
+                                           set(roster.load_state(state))), state)
+        assert sorted(dropped.deactivated) == sorted([first, second])
+        assert first not in accounts.members(accounts.LEARNERS) and _shadow(first)[1] in ("", "-1")  # still open
+        assert _shadow(second)[1] == "1"  # a learner of no other course: expired, as before
+    finally:
+        subprocess.run(["groupdel", other], capture_output=True)
+
+
 def test_the_hubs_roster_option_enrols_and_refuses_what_it_cannot_read(tmp_path, names):
     paths = Paths(opt=tmp_path / "opt", srv=tmp_path / "srv")
     said = []

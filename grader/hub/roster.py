@@ -16,7 +16,8 @@ or that two rows share, is refused with its line and reason, and no account is m
 
 Applying it again mid-term changes nothing of anyone's work: a new learner gets an account; a learner no longer on
 the roster is deactivated (out of the learners' group, which the hub admits, and the account expired, so no login
-of any kind works), their home, submissions and grades kept; a learner back on the roster is active again. What
+of any kind works; a learner of another course on the same hub, ``grader.hub.courses``, keeps a login for it), their
+home, submissions and grades kept; a learner back on the roster is active again. What
 the roster made is remembered in the hub's state folder (``roster.json``, root's), so only the class's own accounts
 are ever deactivated. No real learner gets a password from the course: they log in with the site's own logins (the
 PAM stack of the hub's machine: the university's directory) or through the LMS (LTI); on a machine with neither, the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import grp
 import json
 import os
 import pwd
@@ -196,7 +198,8 @@ def apply(roster: Roster, state: Path) -> Applied:
             continue
         if name in accounts.members(accounts.LEARNERS):
             _run("gpasswd", "--delete", name, accounts.LEARNERS)
-        _run("usermod", "--expiredate", "1", name)  # expired: PAM refuses every login; files untouched
+        if not learner_elsewhere(name):  # (a learner of another course on the hub still logs in for that one)
+            _run("usermod", "--expiredate", "1", name)  # expired: PAM refuses every login; files untouched
         known[name] = {**entry, "active": False, "until": now}
         applied.deactivated.append(name)
     state.parent.mkdir(parents=True, exist_ok=True)
@@ -206,6 +209,12 @@ def apply(roster: Roster, state: Path) -> Applied:
         json.dump(known, out, indent=1, sort_keys=True)
     os.replace(temporary, state)
     return applied
+
+
+def learner_elsewhere(name: str) -> bool:
+    """Whether ``name`` learns in a further course of the hub (a ``jdt-ID-learners`` group: ``grader.hub.courses``)."""
+    return any(g.gr_name.startswith("jdt-") and g.gr_name.endswith("-learners") and g.gr_name != accounts.LEARNERS
+               and name in accounts.members(g.gr_name) for g in grp.getgrall())
 
 
 def write_course_csv(roster: Roster, target: Path) -> None:
