@@ -4,8 +4,9 @@ The grader judges programs from what ``jax.export`` captured (``coursekit.progra
 no trace in the exported program, because tracing hides them: under ``jax.jit`` ``jax.device_get`` hands back
 the tracers it was given, so a step that copies its state to the host, updates it in NumPy and places it back
 exports as a device-side update. And a function may change the caller's NumPy arrays. These helpers watch one
-call and return plain numbers (a test cell records plain values only): the members of the ``IntEnum`` classes
-below, as ``int``; the rubric compares what was recorded with those members. Nothing here decides a grade.
+call and return typed answers: the members of the ``IntEnum`` classes below (``RESULTS``), which ``record`` writes as
+plain numbers (a test cell records plain values only) and the judge reads back as members (``Evidence.outcome``).
+Nothing here decides a grade.
 """
 from __future__ import annotations
 
@@ -40,10 +41,21 @@ class Dispatch(IntEnum):
     OP_BY_OP = 1
     NOT_TRACED = 2
 
+
+class Kept(IntEnum):
+    """``call_keeping_inputs``' answer for each argument."""
+
+    CHANGED = 0
+    KEPT = 1
+
+
+#: every typed answer of this module (``coursekit.record`` records a member as its number)
+RESULTS = (HostCopy, Trace, Dispatch, Kept)
+
 _DISALLOWED = re.compile(r"Disallowed (host-to-device|device-to-host) transfer: .*?aval=ShapedArray\((\w+)\[([^\]]*)\]")
 
 
-def host_round_trip(fn, *arrays, **kwargs) -> int:
+def host_round_trip(fn, *arrays, **kwargs) -> HostCopy:
     """Whether ``fn(*arrays, **kwargs)`` moved the placed ``arrays`` through the host.
 
     ``HostCopy.STATE_TO_HOST`` when the whole of one of ``arrays`` was copied to host memory (``jax.device_get``,
@@ -69,14 +81,14 @@ def host_round_trip(fn, *arrays, **kwargs) -> int:
     except Exception as error:  # noqa: BLE001 - only the guards' own errors are read
         found = _DISALLOWED.search(str(error)) if isinstance(error, jax.errors.JaxRuntimeError) else None
         if found and found.group(1) == "device-to-host":
-            return int(HostCopy.STATE_TO_HOST)
+            return HostCopy.STATE_TO_HOST
         if found and found.group(3).strip():
-            return int(HostCopy.HOST_TO_STATE)
+            return HostCopy.HOST_TO_STATE
     if "from_dlpack" in reads:  # host memory taken as device state without a transfer any guard sees
-        return int(HostCopy.HOST_TO_STATE)
+        return HostCopy.HOST_TO_STATE
     if reads or any(getattr(a, "_npy_value", None) is not None for a in placed):
-        return int(HostCopy.STATE_TO_HOST)
-    return int(HostCopy.NONE)
+        return HostCopy.STATE_TO_HOST
+    return HostCopy.NONE
 
 
 #: how host code reads a JAX array's values (np.asarray, jax.device_get, printing, .tolist(), np.from_dlpack)
@@ -144,7 +156,7 @@ class _host_reads:
 #: ``trace_problem``'s answers
 
 
-def trace_problem(fn, *args) -> int:
+def trace_problem(fn, *args) -> Trace:
     """Why ``jax.jit(fn)`` cannot trace for the shapes, dtypes and shardings of ``args`` (``Trace.TRACEABLE`` if it can).
 
     ``Trace.CONCRETE_ATTRIBUTE``: the function read an attribute only a placed array has (``weights.sharding``,
@@ -158,16 +170,16 @@ def trace_problem(fn, *args) -> int:
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
         jax.jit(fn).trace(*specs)
     except jax.errors.TracerArrayConversionError:
-        return int(Trace.NUMPY_ON_TRACER)
+        return Trace.NUMPY_ON_TRACER
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
             jax.errors.TracerIntegerConversionError):
-        return int(Trace.PYTHON_CONTROL_FLOW)
+        return Trace.PYTHON_CONTROL_FLOW
     except AttributeError as error:
         text = str(error)
-        return int(Trace.CONCRETE_ATTRIBUTE) if "traced array" in text or "Tracer" in text else int(Trace.OTHER_PROBLEM)
+        return Trace.CONCRETE_ATTRIBUTE if "traced array" in text or "Tracer" in text else Trace.OTHER_PROBLEM
     except Exception:  # noqa: BLE001
-        return int(Trace.OTHER_PROBLEM)
-    return int(Trace.TRACEABLE)
+        return Trace.OTHER_PROBLEM
+    return Trace.TRACEABLE
 
 
 #: ``one_program``'s answers
@@ -197,7 +209,7 @@ def _holds_jitted(fn) -> bool:
     return any(is_program(value) for value in held)
 
 
-def one_program(fn, *args) -> int:
+def one_program(fn, *args) -> Dispatch:
     """Whether a call of ``fn`` on ``args`` runs as one compiled program.
 
     ``Dispatch.ONE_PROGRAM``: ``fn`` is jitted or holds a jitted function (``_holds_jitted``), or its trace for the shapes,
@@ -209,15 +221,15 @@ def one_program(fn, *args) -> int:
     import jax
 
     if _holds_jitted(fn):
-        return int(Dispatch.ONE_PROGRAM)
+        return Dispatch.ONE_PROGRAM
     try:
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)) for a in args]
         equations = jax.make_jaxpr(fn)(*specs).jaxpr.eqns
     except Exception:  # noqa: BLE001 - why it does not trace is judged elsewhere
-        return int(Dispatch.NOT_TRACED)
+        return Dispatch.NOT_TRACED
     if len(equations) == 1 and equations[0].primitive.name in ("jit", "pjit"):
-        return int(Dispatch.ONE_PROGRAM)
-    return int(Dispatch.OP_BY_OP)
+        return Dispatch.ONE_PROGRAM
+    return Dispatch.OP_BY_OP
 
 
 def _snapshot(value):
@@ -229,29 +241,29 @@ def _snapshot(value):
     return None
 
 
-def unchanged(before, after) -> int:
-    """1 when ``after`` (an argument after the call) still equals ``before`` (its ``_snapshot`` from before the
-    call), NaN included, else 0; arguments that are neither NumPy arrays nor lists count as unchanged."""
+def unchanged(before, after) -> Kept:
+    """``Kept.KEPT`` when ``after`` (an argument after the call) still equals ``before`` (its ``_snapshot`` from before
+    the call), NaN included, else ``Kept.CHANGED``; arguments that are neither NumPy arrays nor lists count as kept."""
     if before is None:
-        return 1
+        return Kept.KEPT
     if isinstance(before, np.ndarray):
-        return int(isinstance(after, np.ndarray) and before.shape == after.shape and before.dtype == after.dtype
-                   and bool(np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")))
+        return Kept(isinstance(after, np.ndarray) and before.shape == after.shape and before.dtype == after.dtype
+                    and bool(np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")))
     if not isinstance(after, list) or len(after) != len(before):
-        return 0
+        return Kept.CHANGED
     for was, now in zip(before, after):
         if isinstance(was, tuple):  # a plain item: the same object must still be there
             if now is not was[1]:
-                return 0
-        elif not unchanged(was, now):
-            return 0
-    return 1
+                return Kept.CHANGED
+        elif unchanged(was, now) is Kept.CHANGED:
+            return Kept.CHANGED
+    return Kept.KEPT
 
 
 def call_keeping_inputs(fn, *args):
-    """``(result, kept)``: ``fn(*args)`` and, for each argument, 1 if the call left it as it was, else 0
-    (``unchanged``; NumPy arrays and lists of them are compared), so a test can record whether a function wrote
-    into the caller's data."""
+    """``(result, kept)``: ``fn(*args)`` and, for each argument, ``Kept.KEPT`` (1) if the call left it as it was, else
+    ``Kept.CHANGED`` (0) (``unchanged``; NumPy arrays and lists of them are compared), as one integer array a test
+    records, so the judge can tell whether a function wrote into the caller's data."""
     copies = [_snapshot(a) for a in args]
     result = fn(*args)
     return result, np.asarray([unchanged(c, a) for c, a in zip(copies, args)], dtype=np.int64)

@@ -24,6 +24,13 @@ _NUMPY_SCALARS = (np.float16, np.float32, np.float64, np.int32, np.int64, np.boo
 _ALLOWED_DTYPES = {"float16", "float32", "float64", "int32", "int64", "bool", "uint32", "uint8", "int8"}
 
 
+def _check_results() -> tuple[type, ...]:
+    """The typed answers of ``coursekit.checks`` (its ``IntEnum`` classes), recorded as plain numbers."""
+    from coursekit import checks
+
+    return checks.RESULTS
+
+
 def _jax_array_type():
     try:
         import jax.numpy as jnp
@@ -46,6 +53,8 @@ def _array_payload(array: np.ndarray) -> dict:
 def encode(value) -> dict:
     """Plain-data description of ``value``; unknown objects become ``rejected``."""
     kind = type(value)
+    if kind in _check_results():  # what a hidden test watched (``coursekit.checks``): recorded as its number
+        value, kind = int.__int__(value), int
     if kind in _PLAIN_SCALARS:
         if kind is float and not math.isfinite(value):
             return {"kind": "scalar", "type": "float", "value": None, "finite": False}
@@ -78,8 +87,34 @@ def encode(value) -> dict:
     return {"kind": "rejected", "type": f"{kind.__module__}.{kind.__qualname__}"}
 
 
+class Key(str):
+    """A record key and the words a learner knows for the value recorded under it, declared once, beside the hidden
+    cases (an assignment's ``rubric_cases.py``): the test cell records under it (``record(KEY, value)``), the judge
+    reads it (``e.close(KEY, ...)``) and every message names the value by ``words``, never by the key.
+
+    A key with ``{fields}`` (in the key and its words alike) is a template: ``KEY(count=3)`` is the key of one case.
+    It is a ``str``, so records, lookups and messages treat it as its key."""
+
+    words: str
+
+    def __new__(cls, key: str, words: str):
+        made = super().__new__(cls, key)
+        made.words = str(words)
+        return made
+
+    def __call__(self, **fields) -> Key:
+        """The key of one case: the template's fields filled in the key and in its words."""
+        return Key(str.format(self, **fields), self.words.format(**fields))
+
+    def __getnewargs__(self):
+        return str.__str__(self), self.words
+
+    def __repr__(self) -> str:
+        return f"Key({str.__repr__(self)}, {self.words!r})"
+
+
 def record(key: str, value) -> None:
-    """Publish ``value`` under ``key`` for the grader; the learner sees nothing.
+    """Publish ``value`` under ``key`` (a ``str``, or a ``Key``) for the grader; the learner sees nothing.
 
     The output carries the payload under ``MIME_TYPE`` and an empty ``text/plain``:
     JupyterLab and nbconvert render the empty text as nothing (an output with only an
@@ -88,7 +123,7 @@ def record(key: str, value) -> None:
     """
     from IPython.display import display
 
-    payload = {"key": str(key), "value": encode(value)}
+    payload = {"key": str.__str__(key) if isinstance(key, str) else str(key), "value": encode(value)}
     display({MIME_TYPE: payload, "text/plain": ""}, raw=True)
 
 

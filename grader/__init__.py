@@ -19,6 +19,6 @@
 ``layout``, ``cells``, ``results``, ``identifiers``, ``visible_checks`` and ``raised`` are the vocabulary all of them
 share. Imports only go down the ranks, lowest first: the vocabulary (cells, identifiers, layout, raised, results,
 visible_checks) < course, learner, sandbox, slurm < programs < kernel < submission < classroom, lms,
-nbgrader_adapter, term < authoring, hub, service < cli; no module is longer than 450 lines
+nbgrader_adapter, term < authoring, hub, rubric, service < cli; no module is longer than 450 lines
 (tests/test_architecture.py's RANK and MAX_LINES; docs/explanation/architecture.md).
 """

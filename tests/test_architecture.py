@@ -14,10 +14,11 @@
              learner's side and imports nothing that judges)
 
     term (a term's records)    lms (grades passed back to the LMS)
+    rubric (everything a rubric in source/ imports; nothing in grader/ imports it)
 
 A module may import its own package, the vocabulary, and packages of a lower rank only, so nothing imports upward;
 no two modules import each other, even through others or inside a function (no cycle); no module is longer than
-450 lines; ``grader/__init__.py``'s map names every package.
+450 lines, nor is an assignment's rubric file (``source/*/*.py``); ``grader/__init__.py``'s map names every package.
 """
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ RANK = {"vocabulary": 0, "__init__": 0,
         "kernel": 3,
         "submission": 4,
         "classroom": 5, "nbgrader_adapter": 5, "term": 5, "lms": 5,
-        "service": 6, "hub": 6, "authoring": 6,
+        "service": 6, "hub": 6, "authoring": 6, "rubric": 6,
         "cli": 7,
         "__main__": 8}
 MAX_LINES = 450
+#: rubric files over the cap until they are ported to ``grader.rubric`` (issue 59): each fails its test once it fits
+OVER_THE_CAP = {"source/local_mean_diagnosis/rubric.py", "source/sharded_step/rubric.py"}
 
 
 def unit(dotted: str) -> str:
@@ -91,6 +94,18 @@ def test_imports_only_go_down(path):
 def test_no_module_is_a_god_module(path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by job"
+
+
+def rubric_files() -> list:
+    return [pytest.param(path, marks=pytest.mark.xfail(strict=True, reason="issue 59: not yet ported"))
+            if str(path.relative_to(ROOT)) in OVER_THE_CAP else path for path in sorted(ROOT.glob("source/*/*.py"))]
+
+
+@pytest.mark.parametrize("path", rubric_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_rubric_is_a_god_module(path):
+    """The cap holds for an assignment's rubric and cases too: a rubric keeps groups of tests in sibling modules."""
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by group of tests (rubric_*.py)"
 
 
 def test_every_package_says_what_it_is_for():

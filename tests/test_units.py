@@ -161,3 +161,30 @@ def test_the_code_cells_the_grader_adds_are_valid_nbformat_cells():
     nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
     assert cell.metadata.grader.hidden_part_of == "test-x" and cell.outputs == [] and cell.execution_count is None
     assert cells.code_cell("a").id != cells.code_cell("a").id
+
+
+def test_a_key_carries_its_words_a_check_result_reads_back_typed_and_a_mistake_is_named_on_a_case():
+    """grader.rubric's pieces (issue 59): a Key names its value in every message and fills a template; a typed answer
+    of coursekit.checks is recorded as its plain number and read back as its member; a named mistake is a function
+    of the case, with its words' fields filled."""
+    import pickle
+
+    from coursekit.checks import HostCopy, Kept
+    from coursekit.record import Key
+    from grader.rubric import Reference, mistake
+
+    three = Key("hidden.{count}.mean", "the mean of {count} shard(s)")(count=3)
+    assert three == "hidden.3.mean" and three.words == "the mean of 3 shard(s)"
+    assert pickle.loads(pickle.dumps(three)).words == three.words
+    assert encode(HostCopy.STATE_TO_HOST) == encode(1) and encode(np.asarray([Kept.KEPT]))["dtype"] == "int64"
+    evidence = Evidence({"hidden.3.mean": decode(encode(2.5)), "copy": decode(encode(HostCopy.NONE)),
+                         "kept": decode(encode(np.asarray([Kept.KEPT, Kept.CHANGED]))), "odd": decode(encode(7))})
+    assert evidence.outcome("copy", HostCopy) is HostCopy.NONE and evidence.outcome("odd", HostCopy) is None
+    assert evidence.outcomes("kept", Kept, 2) == [Kept.KEPT, Kept.CHANGED]
+    by_four = mistake("it divides by {k}, not by the number of values ({n})",
+                      lambda xs, **_: (np.sum(xs) / 4, {"k": 4}) if len(xs) != 4 else None)
+    mean = Reference(np.mean, (by_four,))
+    assert mean.named([1.0, 2.0, 3.0, 4.0], n=4) == []  # the case cannot show it
+    with pytest.raises(Mismatch, match=r"^the mean of 3 shard\(s\): differs .*: it divides by 4, not by the number "
+                                       r"of values \(3\)$"):
+        evidence.check(three, mean, ([1.0, 2.0, 7.0],), n=3)  # the check's context fills the rest

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from coursekit.checks import Kept
 from grader.programs import Program
 from grader.submission.evidence.programs import ProgramChecks
 from grader.submission.evidence.reading import NOT_CHECKED, NOT_REACHED  # noqa: F401  (re-exported)
@@ -173,17 +174,16 @@ class Rubric:
 def keeps_inputs(rubric: Rubric, grade_id: str, key: str, function: str, arguments: list[str]) -> None:
     """Wrap the judge of ``grade_id``: ``function`` must also leave its arguments as they were.
 
-    The test cell records under ``key`` one flag per argument (``coursekit.checks.call_keeping_inputs``: 1 kept,
-    0 changed) from a call on fresh data. A function that writes into the caller's array is charged here, at its own
+    The test cell records under ``key`` one flag per argument (``coursekit.checks.call_keeping_inputs``: a ``Kept``
+    each) from a call on fresh data. A function that writes into the caller's array is charged here, at its own
     test, by name, not at whichever later test first used the damaged array. Values are judged first: a function
     that is wrong and also writes into its input is told about its values, then about the argument it changed.
     """
     judge = rubric.judges[grade_id]
 
     def changed(e: Evidence) -> str | None:
-        kept = e.array(key, shape=(len(arguments),), float_dtype=False,
-                       what=f"whether {function} left its arguments unchanged")
-        argument = next((name for name, flag in zip(arguments, kept.tolist()) if flag != 1), None)
+        kept = e.outcomes(key, Kept, len(arguments), what=f"whether {function} left its arguments unchanged")
+        argument = next((name for name, flag in zip(arguments, kept) if flag is not Kept.KEPT), None)
         return argument and (f"{function} changed its argument {argument}: it writes into the caller's data (an "
                              "assignment into the argument, an in-place operation such as +=, .sort() or a NaN "
                              "fill), so every later cell that uses that array sees the changed values: compute on "

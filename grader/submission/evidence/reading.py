@@ -6,6 +6,8 @@ of the kind asked for; it never quotes more of a learner-made value than ``grade
 from __future__ import annotations
 
 import math
+from enum import IntEnum
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from grader.submission.records import Recorded
 NOT_CHECKED = "not checked: "
 NOT_REACHED = (NOT_CHECKED + "the notebook stopped before this test could record it "
                "(is every TODO above it solved and run?)")
+E = TypeVar("E", bound=IntEnum)  # a typed answer of coursekit.checks
 
 
 class Records:
@@ -48,7 +51,8 @@ class Records:
         return recorded.value.astype(np.float64)
 
     def name(self, key: str, what: str | None = None) -> str:
-        return what or self.names.get(key) or key
+        """The value's words for the learner: ``what``, else the ``Key``'s own words, else the rubric's ``names``."""
+        return what or getattr(key, "words", None) or self.names.get(key) or key
 
     def has(self, key: str) -> bool:
         return key in self._records and key not in self._broken
@@ -96,6 +100,17 @@ class Records:
         if not math.isfinite(value):
             raise Mismatch(f"{name}: is NaN or infinite")
         return value
+
+    def outcome(self, key: str, kind: type[E], *, what: str | None = None) -> E | None:
+        """What a hidden test watched (``coursekit.checks``: ``HostCopy``, ``Trace``, ``Dispatch``), read back typed:
+        the member of ``kind`` recorded under ``key``, or None when the number recorded is none of its members."""
+        value = self.number(key, what=what)
+        return next((member for member in kind if member == value), None)
+
+    def outcomes(self, key: str, kind: type[E], count: int, *, what: str | None = None) -> list[E | None]:
+        """``outcome`` for a recorded array of ``count`` answers (``call_keeping_inputs``: one ``Kept`` per argument)."""
+        return [next((member for member in kind if member == value), None)
+                for value in self.array(key, shape=(count,), float_dtype=False, what=what).tolist()]
 
     def text(self, key: str, *, what: str | None = None) -> str:
         recorded = self.get(key, what=what)
