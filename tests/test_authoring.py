@@ -126,14 +126,16 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
     judge = (course / "source" / NAME / "rubric.py").read_text()
     body = judge[judge.index("def judge_global_mean"):]
     _mutate(course, NAME, rubric=(body, '''def judge_global_mean(e: Evidence):
-    for count in cases.shard_counts(e.num_devices):
-        shards = cases.unseen_shards(count)
-        e.close(f"hidden.{count}.global_mean", float(np.concatenate(shards).mean()), mistakes=[
-            Mistake(0.0, f"a planted mistake on {count} shard(s) that no scenario expects"),
-            Mistake(-1.0, f"it is the mean of the local means of {count} shard(s)")])  # proven: blake's words
+    for count in cases.shard_counts(e.num_devices):  # a key typed as text: it has no words
+        e.check(f"hidden.{count}.global_mean", PLANTED, (cases.unseen_shards(count),))
     with e.part("the example", points=1):
-        e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means([np.array([0.5, 1.5]), np.array([4.0])])])
-'''))
+        e.check(cases.EXAMPLE_MEAN, GLOBAL_MEAN, (EXAMPLE,))
+
+
+PLANTED = Reference(global_mean, (
+    mistake("a planted mistake on {count} shard(s) that no scenario expects", lambda s: (0.0, {"count": len(s)})),
+    mistake("it is the mean of the local means of {count} shard(s)", lambda s: (-1.0, {"count": len(s)}))))
+'''))  # (the second mistake is proven: blake's words, numbers aside)
     report = lint(Course(course), NAME)
     by_check = {}
     for problem in report.failures():
@@ -149,3 +151,47 @@ def test_the_lint_fails_the_author_on_each_mistake_it_names(authored, tmp_path):
     # The CLI says the same and fails.
     done = _run(course, f"python -m grader lint {NAME} --static", ok=True)
     assert "no problems in the static checks" in done.stdout
+
+
+def _todo_blocks() -> list[tuple[str, str]]:
+    """The how-to's graded TODO: (its first line, which says where it goes; the lines written) per code block."""
+    section = HOWTO.read_text().split("### A graded TODO", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    return [(block.split("\n", 1)[0], block.split("\n", 1)[1]) for block in blocks]
+
+
+def test_a_graded_todo_from_the_how_to_is_three_files_at_most_40_lines_and_lints(authored, tmp_path):
+    """Issue 59: a graded TODO added to the scaffold costs at most 40 lines in at most 3 hand-edited files; the
+    how-to's blocks, added as it says, make an assignment whose solution the lint passes."""
+    original, _ = authored
+    course = tmp_path / "course"
+    shutil.copytree(original, course, ignore=shutil.ignore_patterns("graded"))
+    blocks = _todo_blocks()
+    lines = {}
+    notebook_path = course / "source" / NAME / f"{NAME}.ipynb"
+    notebook = json.loads(notebook_path.read_text())
+    at = 1 + next(i for i, c in enumerate(notebook["cells"])
+                  if c["metadata"].get("nbgrader", {}).get("grade_id") == "test-global-mean")
+    for where, text in blocks:
+        cell = re.fullmatch(r"# cell ([a-z-]+): (Autograded answer|Autograder tests, (\d+) points?)", where)
+        file = re.fullmatch(r"# file (rubric\w*\.py)", where)
+        assert cell or file, where
+        target = f"{NAME}.ipynb" if cell else file.group(1)
+        lines[target] = lines.get(target, 0) + len(text.splitlines())
+        if file:
+            path = course / "source" / NAME / file.group(1)
+            path.write_text(path.read_text() + "\n\n" + text)
+            continue
+        tests = cell.group(3) is not None
+        meta = {"grade": tests, "grade_id": cell.group(1), "locked": tests, "schema_version": 3,
+                "solution": not tests, "task": False, **({"points": int(cell.group(3))} if tests else {})}
+        notebook["cells"].insert(at, {"cell_type": "code", "execution_count": None, "id": cell.group(1),
+                                      "metadata": {"nbgrader": meta}, "outputs": [], "source": text})
+        at += 1
+    notebook_path.write_text(json.dumps(notebook, indent=1))
+    said = re.search(r"That is (\d+) lines in (\d+) files", HOWTO.read_text())
+    assert said and (int(said.group(1)), int(said.group(2))) == (sum(lines.values()), len(lines)), lines
+    assert sum(lines.values()) <= 40 and len(lines) <= 3, lines
+    report = lint(Course(course), NAME)
+    assert report.tests == 2 and not report.failures(), report.problems
+    assert [p.check for p in report.problems] == ["mistakes"]  # the new mistake, until a scenario proves it

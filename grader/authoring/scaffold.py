@@ -83,21 +83,28 @@ example_mean = global_mean([np.array([0.5, 1.5]), np.array([4.0])])
 record("example.global_mean", example_mean)
 np.testing.assert_allclose(example_mean, 2.0, err_msg="every example weighs once: (0.5 + 1.5 + 4) / 3")
 ### BEGIN HIDDEN TESTS
-from rubric_cases import shard_counts, unseen_shards  # the hidden inputs (source/NAME/rubric_cases.py)
+from rubric_cases import HIDDEN_MEAN, shard_counts, unseen_shards  # inputs and keys (source/NAME/rubric_cases.py)
 
 for count in shard_counts(len(devices)):  # the notebook's device count, and fewer
-    record(f"hidden.{count}.global_mean", global_mean(unseen_shards(count)))
+    record(HIDDEN_MEAN(count=count), global_mean(unseen_shards(count)))
 ### END HIDDEN TESTS"""
 
 CASES = '''\
-"""The hidden test's inputs of {name}, declared once (docs/how-to/author-a-lesson.md).
+"""The hidden test's inputs of {name}, and the keys its test cell records under, declared once
+(docs/how-to/author-a-lesson.md).
 
 The hidden part of the test cell imports them (the grader hands this module to the kernel with the hidden parts,
-after the learner's last cell), and the rubric judges against the same values. Like the rubric, this file never
-reaches learners (nbgrader leaves out ``rubric*.py``).
+after the learner's last cell); the rubric judges the same keys on the same inputs. A key carries the words a learner
+knows for its value: every message names the value so, never by its key. Like the rubric, this file never reaches
+learners (nbgrader leaves out ``rubric*.py``).
 """
 from coursekit import data
 from coursekit.meshes import sub_mesh_sizes
+from coursekit.record import Key
+
+# What the test cell records: the visible part writes the key's text, the hidden part imports the key.
+EXAMPLE_MEAN = Key("example.global_mean", "the global mean of the two-shard example")
+HIDDEN_MEAN = Key("hidden.{{count}}.global_mean", "the global mean of {{count}} unseen shard(s)")
 
 
 def shard_counts(devices: int) -> list[int]:
@@ -113,39 +120,39 @@ def unseen_shards(count: int):
 RUBRIC = '''\
 """References for {name}'s test cells, computed by the grader in NumPy (docs/how-to/author-a-lesson.md).
 
-One judge per autograded test cell, registered under the cell's grade_id. A judge reads the values the test cell
-recorded (``e.close(key, reference, ...)``) and compares them with references computed here, never in the
-learner's kernel; a wrong value that equals a ``Mistake`` gets that mistake's words in the learner's feedback.
-The hidden cases come from ``rubric_cases``, which the hidden part of the test cell imports too.
+One judge per autograded test cell, registered under the cell's grade_id. A judge checks each value the test cell
+recorded against a ``Reference`` on the same case (``e.check(KEY, REFERENCE, case)``), never in the learner's
+kernel; a wrong value that equals one of the reference's named mistakes gets that mistake's words in the learner's
+feedback. The keys and the hidden cases come from ``rubric_cases``, which the hidden part of the test cell imports too.
 """
 import numpy as np
 
-from grader.submission.judge import Evidence, Mistake, Rubric
+from grader.rubric import Evidence, Reference, Rubric, mistake
 
 from . import rubric_cases as cases
 
-rubric = Rubric(names={{
-    # record key -> the words a learner knows for it (the feedback never shows a key)
-    "example.global_mean": "the global mean of the two-shard example",
-}})
+rubric = Rubric()
+EXAMPLE = [np.array([0.5, 1.5]), np.array([4.0])]  # the visible check's shards
 
 
-def mean_of_local_means(shards) -> Mistake:
-    """The mistake the lesson warns about: every shard weighs once, not every example."""
-    return Mistake(float(np.mean([shard.mean() for shard in shards])),
-                   "it is the mean of the local means: a shard with few examples weighs as much as a shard with "
-                   "many; the global mean weighs every example once")
+def global_mean(shards):
+    """Every example weighs once."""
+    return float(np.concatenate(shards).mean())
+
+
+GLOBAL_MEAN = Reference(global_mean, (
+    mistake("it is the mean of the local means: a shard with few examples weighs as much as a shard with many; the "
+            "global mean weighs every example once", lambda shards: float(np.mean([s.mean() for s in shards]))),
+))
 
 
 @rubric.test("test-global-mean")
 def judge_global_mean(e: Evidence):
-    example = [np.array([0.5, 1.5]), np.array([4.0])]
-    e.close("example.global_mean", 2.0, mistakes=[mean_of_local_means(example)])
+    e.check(cases.EXAMPLE_MEAN, GLOBAL_MEAN, (EXAMPLE,))
     for count in cases.shard_counts(e.num_devices):
-        shards = cases.unseen_shards(count)
-        e.close(f"hidden.{{count}}.global_mean", float(np.concatenate(shards).mean()),
-                what=f"the global mean of {{count}} unseen shard(s)", mistakes=[mean_of_local_means(shards)])
+        e.check(cases.HIDDEN_MEAN(count=count), GLOBAL_MEAN, (cases.unseen_shards(count),))
 '''
+
 
 CORRECT = """\
 # scenario: a correct answer: one sum over every example, one division by their count
