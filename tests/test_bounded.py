@@ -729,3 +729,17 @@ def test_the_run_queue_wait_of_a_sandbox_is_read_from_its_threads(tmp_path):
             process.kill()
             process.wait()
         cgroup.remove(group)
+
+
+def test_a_generated_payload_is_written_as_its_rule_and_built_line_for_line(tmp_path):
+    """``# %% repeat N: TEMPLATE`` in a scenario: the two half-megabyte attack cells are built at test time, the
+    same lines the stored files held (22,000 BEGIN markers; 37,000 distinct numbered lines inside one block)."""
+    markers = parse(ROOT / "tests" / "attacks" / ASSIGNMENT / "quadratic-hidden-markers.py").appended[-1][1]
+    assert markers == "### BEGIN HIDDEN TESTS\n" * 22_000 + "pass"
+    block = parse(ROOT / "tests" / "attacks" / ASSIGNMENT / "learner-hidden-block-redaction.py").appended[-1][1]
+    lines = block.split("\n")
+    assert lines[0] == "### BEGIN HIDDEN TESTS" and lines[-1] == "### END HIDDEN TESTS" and len(lines) == 37_002
+    assert lines[1:-1] == [f"#{n:012d}" for n in range(37_000)] and len(block.encode()) <= 512 * 1024
+    scenario = tmp_path / "s.py"
+    scenario.write_text("# scenario: x\n# %% append quiz\nfirst\n# %% repeat 3: row {i} of 3\nlast\n")
+    assert parse(scenario).appended == [("quiz", "first\nrow 0 of 3\nrow 1 of 3\nrow 2 of 3\nlast")]

@@ -24,7 +24,9 @@ Each ``# %% cell GRADE_ID`` section replaces that cell's source; ``# %% raw``
 sections hold notebook JSON for scenarios that are not valid notebooks at all
 (``# %% raw`` followed by the text to write verbatim). ``# %% append`` adds a
 new code cell (as a learner may) after the cell named on the same line, or at
-the end.
+the end. Inside a section, ``# %% repeat N: TEMPLATE`` stands for N lines, line ``i`` (from 0) being
+``TEMPLATE.format(i=i)``: a payload of thousands of generated lines (an attack on the grader's own cost) is
+written as the rule that makes it, not stored.
 """
 from __future__ import annotations
 
@@ -74,6 +76,10 @@ def parse(path: Path) -> Scenario:
             scenario.raw = text
 
     for line in path.read_text().splitlines():
+        repeat = re.match(r"# %% repeat (\d+): (.*)$", line)
+        if repeat and section is not None:
+            buffer.extend(repeat.group(2).format(i=i) for i in range(int(repeat.group(1))))
+            continue
         match = re.match(r"# %% (cell|append|raw)\s*(\S*)\s*$", line)
         if match:
             flush()
