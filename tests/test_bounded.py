@@ -743,3 +743,15 @@ def test_a_generated_payload_is_written_as_its_rule_and_built_line_for_line(tmp_
     scenario = tmp_path / "s.py"
     scenario.write_text("# scenario: x\n# %% append quiz\nfirst\n# %% repeat 3: row {i} of 3\nlast\n")
     assert parse(scenario).appended == [("quiz", "first\nrow 0 of 3\nrow 1 of 3\nrow 2 of 3\nlast")]
+
+
+def test_a_variant_scenario_is_its_original_with_its_own_cells_changed():
+    """``# variant-of: FILE``: a scenario that differs from another by one cell states that cell only; every other
+    answer comes from the original, the headers (what it must score) are its own."""
+    folder = ROOT / "tests" / "corpus" / "local_mean_diagnosis"
+    original, variant = parse(folder / "wrong-global-jit-not-shard-map.py"), parse(folder / "wrong-global-jit-decorative-psum.py")
+    assert variant.replace.keys() == original.replace.keys() and len(variant.replace) > 5
+    changed = {gid for gid in original.replace if variant.replace[gid] != original.replace[gid]}
+    assert changed == {"shard-map"} and "decoration" in variant.replace["shard-map"]
+    assert variant.base == original.base and variant.description != original.description
+    assert len((folder / "wrong-global-jit-decorative-psum.py").read_text().splitlines()) < 35

@@ -11,7 +11,8 @@ A scenario file is Python with a header and ``# %%`` sections::
     def loss(...): ...
 
 Further headers: ``same-as`` (a path relative to this file: use that
-scenario under this file's name), ``filename`` (submit under another name), ``delete``,
+scenario under this file's name), ``variant-of`` (a path relative to this file: start from that scenario's
+sections, this file's own sections replacing its cells and adding its appended ones; headers are this file's), ``filename`` (submit under another name), ``delete``,
 ``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
 notebooks; ``requires`` names a capability a test must prove first;
 ``expect-status`` may list several acceptable statuses; each ``expect-message``
@@ -111,6 +112,13 @@ def parse(path: Path) -> Scenario:
         original = parse((path.parent / scenario.headers["same-as"]).resolve())
         original.name = scenario.name
         return original
+    if "variant-of" in scenario.headers:  # another scenario's answers, a few of them changed
+        original = parse((path.parent / scenario.headers["variant-of"]).resolve())
+        scenario.replace = {**original.replace, **scenario.replace}
+        scenario.appended = original.appended + scenario.appended
+        scenario.raw = scenario.raw if scenario.raw is not None else original.raw
+        if "base" not in scenario.headers:
+            scenario.base = original.base
     return scenario
 
 
