@@ -13,6 +13,10 @@ import grp
 import json
 import os
 import pwd
+import secrets
+import shutil
+import subprocess
+import tempfile
 import threading
 import types
 import urllib.error
@@ -209,3 +213,42 @@ def test_a_courses_service_answers_its_members_only_validate_included(monkeypatc
         assert ran == ["validate", "appeals"]
     with _service(monkeypatch, ()) as (url, ran):  # serve without --members: anyone on the machine, as before
         assert _ask(url, "/validate", body)[0] == 200
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes Unix accounts and groups")
+def test_a_courses_exchange_folder_admits_its_own_learners_only():
+    """A further course's learner is made locked (no course password) in its learners' group, and its exchange folder
+    (``install.exchange_folders``, as the hub makes it) lets that learner fetch and submit, and nobody else in: an
+    account of no group of the course cannot list it or make a submission folder in it."""
+    from grader.hub import install
+
+    tag = secrets.token_hex(3)
+    member, outsider = f"mc{tag}a", f"mc{tag}b"
+    course = courses.Course(f"c{tag}", Path("/nonexistent"), f"jdt-c{tag}-learners", f"jdt-c{tag}-graders",
+                            member, f"grading-c{tag}", 1)
+    srv = Path(tempfile.mkdtemp(prefix="courses-"))
+    os.chmod(srv, 0o755)
+    try:
+        courses.join(course, [member])
+        subprocess.run(["useradd", outsider], check=True, capture_output=True)
+        shadow = {line.split(":")[0]: line.split(":")[1] for line in Path("/etc/shadow").read_text().splitlines()}
+        assert shadow[member].startswith(("!", "*")) and member in install.accounts.members(course.learners)
+        paths = install.Paths(opt=srv / "opt", srv=srv)
+        paths.exchange.mkdir(mode=0o1777)
+        os.chmod(paths.exchange, 0o1777)
+        install.exchange_folders(paths, course)
+        folder = paths.exchange / course.id
+        tried = {}
+        for name in (member, outsider):
+            done = subprocess.run(["runuser", "-u", name, "--", "python3", "-c",
+                                   "import os, sys; os.listdir(sys.argv[1]); "
+                                   "os.mkdir(os.path.join(sys.argv[1], 'inbound', sys.argv[2] + '+a+1'))",
+                                   str(folder), name], capture_output=True, text=True, cwd="/")
+            tried[name] = "PermissionError" if "PermissionError" in done.stderr else done.returncode
+        assert tried == {member: 0, outsider: "PermissionError"}, tried
+    finally:
+        for name in (member, outsider):
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        for group in (course.learners, course.graders):
+            subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(srv, ignore_errors=True)
