@@ -1,5 +1,6 @@
 """Hidden cases drawn over a docstring's contract (issue 58, item 1): local_mean_diagnosis's accumulation, block
-partials, masked mean, combination and sharded masked mean cases.
+partials, masked mean, combination and sharded masked mean cases; sharded_step's ten steps and transfer; every
+collectives case (local contributions, the three programs on a smaller mesh, momentum, reversal, payload, budget).
 
 No kernel: the draws are NumPy, and the grader's side of the plumbing (``order.split``, ``order.rejoin``,
 ``order.drawn``) is plain notebook data. What is proven: each declared dimension takes more than one value across
@@ -111,9 +112,11 @@ def test_the_kernel_and_the_judge_are_handed_the_same_draw():
     assert "pat-zq81" not in nbformat.writes(split), "the kernel is never told whose notebook it runs"
     # a cases module that does not draw per learner is handed no draw: its kernels' notebooks stay the same for all
     other = COURSE.hidden_cases("collectives")
-    if other is not None and not order.draws_per_learner(other):
-        plain = order.split(COURSE.read_source("collectives"), other, draw=draw)
-        assert order.drawn(plain) == 0 and f"{order.DRAW} =" not in nbformat.writes(plain)
+    assert order.draws_per_learner(other), "every lesson's cases draw per learner"
+    not_drawing = other.replace(f"\n{order.DRAW} = 0\n", "\n")
+    assert not order.draws_per_learner(not_drawing)
+    plain = order.split(COURSE.read_source("collectives"), not_drawing, draw=draw)
+    assert order.drawn(plain) == 0 and f"{order.DRAW} =" not in nbformat.writes(plain)
     assert order.drawn(order.split(source, hidden)) == 0  # no draw given: the instructor's own (0)
 
 
@@ -208,3 +211,65 @@ def test_the_sharded_step_cases_are_what_their_contracts_say_and_never_the_lesso
     assert len(target) == len(start) == 2 and 0 < rate < 0.1 and rate != 0.05
     assert target != [-1.0, 3.0] and start not in ([0.2, -0.1], [0.0, 0.0]) and start != target
     assert step_cases.transfer_case(draw) == (target, start, rate), "the same at every grading"
+
+
+def _collectives_cases():
+    spec = importlib.util.spec_from_file_location("coll_rubric_cases", COURSE.source / "collectives" / "rubric_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+coll = _collectives_cases()
+COLLECTIVES_CONTRACTS = [coll.LOCAL, coll.ALL_REDUCE, coll.REDUCE_SCATTER, coll.GATHER, coll.MOMENTUM, coll.REVERSAL,
+                         coll.PAYLOAD, coll.BUDGET]
+
+
+@pytest.mark.parametrize("contract", COLLECTIVES_CONTRACTS, ids=lambda c: c.name)
+def test_every_declared_dimension_of_the_collectives_is_varied_across_learners(contract):
+    seen = {dimension: set() for dimension in contract.dimensions}
+    for n in range(80):
+        for case in contract.draw(order.learner_draw(f"learner-{n}", "collectives")):
+            for dimension in contract.dimensions:
+                seen[dimension].add(case[dimension])
+    for dimension, allowed in contract.dimensions.items():
+        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(learners, st.sampled_from([2, 4, 8]))
+def test_the_collectives_cases_are_what_their_contracts_say_and_never_the_lessons(student, devices):
+    """Shapes the docstrings allow, none of them the lesson's (4 rows a device, 8 features, 2 values a device, the
+    visible call's 0.1 and 0.9), the same at every grading; the payload's and the budget's calls hold what floor
+    division and rounding show on, and the notebook's device count."""
+    draw = order.learner_draw(student, "collectives")
+    for count in coll.local_counts(devices):
+        x, y, w = coll.local_batch(count, draw)
+        assert len(x) % count == 0 and len(x) // count != 4 and x.shape[1] == w.size != 8 and y.shape == (len(x),)
+    size = coll.program_meshes(devices)[0]
+    x, y, w = coll.all_reduce_batch(size, draw)
+    assert len(x) % size == 0 and len(x) // size != 4 and w.size != 8
+    x, y, w = coll.reduce_scatter_batch(size, draw)
+    assert len(x) % size == 0 and w.size % size == 0 and w.size // size != 2
+    vector = coll.gather_vector(size, draw)
+    assert vector.size % size == 0 and vector.size // size != 2
+    rate, beta = coll.momentum_rates(draw)
+    assert (rate, beta) != (0.1, 0.9) and beta != 0.9 and rate != 0.1
+    state = coll.momentum_state(size, draw)
+    assert len({s.size for s in state}) == 1 and state[0].size % size == 0 and state[0].size // size != 2
+    assert not np.array_equal(state[0], state[1]), "weights, momentum and gradient are three vectors"
+    x, y, w = coll.reversal_batch(draw)
+    assert x.shape == (16, 8) and x.dtype == y.dtype == np.float32
+    if coll.REVERSAL.draw(draw)[0]["sorted"]:
+        assert np.all(np.diff(y) >= 0)
+    payloads = coll.payload_cases(draw)
+    assert len(payloads) == 8 and any(p == 1 for _, p in payloads) and any(p == 16 for _, p in payloads)
+    assert any((p - 1) * g % p for g, p in payloads), "a call where p does not divide (p - 1) G: floor and rounding show"
+    size_bytes, ranks = coll.budget_case(devices, draw)
+    assert ranks[-1] == devices and any(size_bytes % p for p in ranks), "a rank count that does not divide G"
+    assert coll.budget_sizes(devices, draw)[3:] == [(size_bytes, p) for p in ranks], "the payload test's own sizes"
+    for key, batch, blocks in coll.summed_batches(devices, draw):
+        assert batch[0].shape[0] % blocks == 0, key
+    again = coll.local_batch(devices, draw), coll.payload_cases(draw), coll.momentum_rates(draw)
+    assert np.array_equal(again[0][0], coll.local_batch(devices, draw)[0]) and again[1:] == (payloads, (rate, beta))

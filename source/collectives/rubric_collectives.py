@@ -174,11 +174,11 @@ def judge_local_contribution(e: Evidence):
     e.check("lesson.terms", TERMS, (x, y, w, p), rtol=1e-5, atol=1e-7, devices=p)
     # the lesson's case passed: a mistake that scales every case alike (the factor 2, the sign) cannot be the cause
     for count in cases.local_counts(p):
-        e.check(f"hidden.{count}.terms", HIDDEN_TERMS, (*cases.local_batch(count), count), rtol=1e-4, atol=1e-5,
+        e.check(f"hidden.{count}.terms", HIDDEN_TERMS, (*cases.local_batch(count, e.draw), count), rtol=1e-4, atol=1e-5,
                 what=f"local_contribution of {count} block(s) of an unseen batch", devices=p, mesh=count)
     # The sums on the very batches the later tests judge their programs against (``own_base``): right here too, so a
     # local_contribution wrong only for those blocks' shapes is charged here, not excused there.
-    for key, batch, count in cases.summed_batches(p):
+    for key, batch, count in cases.summed_batches(p, e.draw):
         e.check(key, SUMMED, batch, rtol=1e-4, atol=1e-5, devices=p, mesh=count,
                 what=f"the sum of local_contribution over {count} block(s) of an unseen batch")
 
@@ -216,7 +216,7 @@ def judge_all_reduce(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.all_reduce", f"all_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        hx, hy, hw = cases.all_reduce_batch(size)
+        hx, hy, hw = cases.all_reduce_batch(size, e.draw)
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         tested = cases.summed_key("all_reduce", size)  # the local-contribution test's sum on this very batch
@@ -242,7 +242,7 @@ def judge_reduce_scatter(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        hx, hy, hw = cases.reduce_scatter_batch(size)  # 3 values per device
+        hx, hy, hw = cases.reduce_scatter_batch(size, e.draw)  # this draw's values per device
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         tested = cases.summed_key("reduce_scatter", size)  # the local-contribution test's sum on this very batch
@@ -270,8 +270,8 @@ def judge_all_gather(e: Evidence):
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.gathered", f"gather on a mesh of {size} device(s)"
         _meshes_ran(e, key, size, what)
-        vector = cases.gather_vector(size)
-        e.array(key, shape=vector.shape, jax=True, what=what, shape_mistakes={(size, 3): STACKED})
+        vector = cases.gather_vector(size, e.draw)
+        e.array(key, shape=vector.shape, jax=True, what=what, shape_mistakes={(size, len(vector) // size): STACKED})
         e.close(key, vector, rtol=1e-6, atol=1e-7, what=what)
         e.shard_shapes(key, vector.shape, devices=size, what=what)
         e.replicas_close(key, vector, rtol=1e-6, atol=1e-7, what=what)
@@ -374,9 +374,9 @@ def program_gradient(e: Evidence, name: str, *, split_output: bool):
     e.program_close(key, 0, expected, rtol=1e-4, atol=1e-5, what=what,
                     mistakes=reduction_mistakes(expected, e.num_devices, own_known=own_factor_known(e)))
     if split_output:
-        n, p = len(y), e.num_devices
-        e.require(all(shape == (n // p,) for shape in run.outputs[0].shard_shapes),
-                  f"{what}: each device should keep only its {n // p} values")
+        portion = len(w) // e.num_devices
+        e.require(all(shape == (portion,) for shape in run.outputs[0].shard_shapes),
+                  f"{what}: each device should keep only its {portion} values")
 
 
 def _programs(e: Evidence):

@@ -5,6 +5,7 @@ import numpy as np
 from grader.submission.judge import Evidence, Mismatch, Mistake
 from grader.submission.references import Reference
 
+from . import rubric_cases as hidden
 from .rubric_collectives import rubric
 
 
@@ -126,25 +127,14 @@ def _payload_mistakes(cases, shape) -> list[Mistake]:
 })
 def judge_payload(e: Evidence):
     e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
-    for key, cases in [("payload.hidden", payload_cases(e.num_devices)), ("payload.budget_sizes",
-                                                                          budget_sizes(e.num_devices))]:
+    for key, cases in [("payload.hidden", hidden.payload_cases(e.draw)),
+                       ("payload.budget_sizes", hidden.budget_sizes(e.num_devices, e.draw))]:
         e.check(key, PAYLOADS, (cases,), rtol=1e-9, atol=1e-9)
 
 
 #: ring_payload's (B_RS, B_AR) at each (size, ranks) of a list, with the mistakes named on them
 PAYLOADS = Reference(lambda cases: [ring(size, ranks) for size, ranks in cases],
                      (lambda cases: _payload_mistakes(cases, (len(cases), 2)),))
-
-
-def budget_sizes(p: int) -> list[tuple[int, int]]:
-    """(G, p) of the payload test's ``payload.budget_sizes``: the budget test's own sizes, the lesson's then the
-    hidden ones (ring_payload judged there too, so a helper wrong only at the sizes a budget asks for is charged)."""
-    return [(2**20, ranks) for ranks in [2, 4, 8]] + [(960, ranks) for ranks in [3, 5, 7, 16, p]]
-
-
-def payload_cases(p: int) -> list[tuple[int, int]]:
-    """(G, p) of the payload test's hidden record, ``payload.hidden``."""
-    return [(32, p), (1000, 5), (4096, 2), (96, 3), (48, 16), (40, 1), (10, 4), (1000, 3)]
 
 
 def _rules(values, cases) -> set[int]:
@@ -192,7 +182,7 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
     own = e.array(key, shape=(len(rank_counts), 2)).astype(np.float64)
     # The same rule as the payload test recorded from ring_payload (its own record, not this cell's): a helper that
     # answers the payload test one way and this cell another (or a library function patched in between) gets none.
-    tested, cases = e.elsewhere("test-payload", "payload.hidden"), payload_cases(e.num_devices)
+    tested, cases = e.elsewhere("test-payload", "payload.hidden"), hidden.payload_cases(e.draw)
     if tested is None:  # (Validate has the visible record only)
         tested, cases = e.elsewhere("test-payload", "payload.lesson"), [(32, 4)]
     same = tested is not None and tested.size == 2 * len(cases) and _rules(own, [(size, p) for p in rank_counts]) \
@@ -210,7 +200,7 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
 })
 def judge_budget(e: Evidence):
     cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
-             ("budget.hidden", "budget.hidden.own_payloads", 960, [3, 5, 7, 16, e.num_devices])]
+             ("budget.hidden", "budget.hidden.own_payloads", *hidden.budget_case(e.num_devices, e.draw))]
     for key, own_key, size, ranks in cases:
         own = _own_budget(e, own_key, size, ranks)
         # what the message says it was compared with: the budget of the learner's own payloads only when it was

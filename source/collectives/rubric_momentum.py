@@ -122,12 +122,13 @@ def judge_momentum(e: Evidence):
     g = gradient(x, y, w).astype(np.float32).astype(np.float64)
     _momentum(e, "momentum.", w.astype(np.float64), v, g, LESSON_RATE, LESSON_BETA, p, "on the lesson's state",
               rtol=1e-5, atol=1e-7)
+    rate, beta = cases.momentum_rates(e.draw)  # the hidden calls' coefficients, this learner's draw
     for size in program_meshes(p):
-        hw, hv, hg = cases.momentum_state(size)
+        hw, hv, hg = cases.momentum_state(size, e.draw)
         _momentum(e, f"hidden.mesh{size}.momentum.", hw.astype(np.float64), hv.astype(np.float64),
-                  hg.astype(np.float64), cases.MOMENTUM_RATE, cases.MOMENTUM_BETA, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
+                  hg.astype(np.float64), rate, beta, size, f"on a mesh of {size} device(s)", rtol=1e-5, atol=1e-6)
     _momentum_on_devices(e)
-    _momentum_program(e, cases.MOMENTUM_RATE, cases.MOMENTUM_BETA)
+    _momentum_program(e, rate, beta)
 
 
 def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
@@ -177,7 +178,7 @@ def judge_make_it_yours(e: Evidence):
     x, y, w = data.collectives_batch()
     p = e.num_devices
     _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)
-    hx, hy, hw = cases.reversal_batch()
+    hx, hy, hw = cases.reversal_batch(e.draw)
     _reversal(e, "hidden.yours.", hx, hy, hw, 1e-4, 1e-5, p)
     _reversed_inputs(e, "hidden.yours.", hx, hy)
 
