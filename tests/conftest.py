@@ -12,7 +12,6 @@ import hashlib
 import os
 import socket
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,14 +84,11 @@ def host_listeners():
     for address in HOST_LISTENERS:
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        for _ in range(600):  # another test run on this machine holds the port: wait for it (grading takes seconds)
-            try:
-                sock.bind(address)
-                break
-            except OSError:
-                time.sleep(1)
-        else:
-            sock.bind(address)
+        # Another run on this machine (the cluster test beside the graded batch, or a second checkout) may listen on
+        # the same port at the same time: both listen (SO_REUSEPORT), and a kernel that reaches either gets "2",
+        # which its scenario's verdict (test-quiz lost) shows wherever the contact was recorded. No run waits.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
         sock.listen(16)
         sock.settimeout(0.2)
         sockets.append(sock)
