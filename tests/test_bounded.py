@@ -749,7 +749,8 @@ def test_a_variant_scenario_is_its_original_with_its_own_cells_changed():
     """``# variant-of: FILE``: a scenario that differs from another by one cell states that cell only; every other
     answer comes from the original, the headers (what it must score) are its own."""
     folder = ROOT / "tests" / "corpus" / "local_mean_diagnosis"
-    original, variant = parse(folder / "wrong-global-jit-not-shard-map.py"), parse(folder / "wrong-global-jit-decorative-psum.py")
+    original = parse(folder / "wrong-global-jit-not-shard-map.py")
+    variant = parse(folder / "wrong-global-jit-decorative-psum.py")
     assert variant.replace.keys() == original.replace.keys() and len(variant.replace) > 5
     changed = {gid for gid in original.replace if variant.replace[gid] != original.replace[gid]}
     assert changed == {"shard-map"} and "decoration" in variant.replace["shard-map"]

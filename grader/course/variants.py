@@ -12,7 +12,8 @@ A scenario file is Python with a header and ``# %%`` sections::
 
 Further headers: ``same-as`` (a path relative to this file: use that
 scenario under this file's name), ``variant-of`` (a path relative to this file: start from that scenario's
-sections, this file's own sections replacing its cells and adding its appended ones; headers are this file's), ``filename`` (submit under another name), ``delete``,
+sections, this file's own sections replacing its cells and adding its appended ones; headers are this file's),
+``filename`` (submit under another name), ``delete``,
 ``duplicate`` (grade ids) and ``points`` (``GRADE_ID VALUE``) build tampered
 notebooks; ``requires`` names a capability a test must prove first;
 ``expect-status`` may list several acceptable statuses; each ``expect-message``
