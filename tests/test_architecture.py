@@ -41,8 +41,6 @@ RANK = {"vocabulary": 0, "__init__": 0,
         "cli": 7,
         "__main__": 8}
 MAX_LINES = 450
-#: rubric files over the cap until they are ported to ``grader.rubric`` (issue 59): each fails its test once it fits
-OVER_THE_CAP = {"source/sharded_step/rubric.py"}
 
 
 def unit(dotted: str) -> str:
@@ -96,12 +94,7 @@ def test_no_module_is_a_god_module(path):
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by job"
 
 
-def rubric_files() -> list:
-    return [pytest.param(path, marks=pytest.mark.xfail(strict=True, reason="issue 59: not yet ported"))
-            if str(path.relative_to(ROOT)) in OVER_THE_CAP else path for path in sorted(ROOT.glob("source/*/*.py"))]
-
-
-@pytest.mark.parametrize("path", rubric_files(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", sorted(ROOT.glob("source/*/*.py")), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_rubric_is_a_god_module(path):
     """The cap holds for an assignment's rubric and cases too: a rubric keeps groups of tests in sibling modules."""
     lines = len(path.read_text().splitlines())

@@ -623,12 +623,12 @@ def test_constants_of_any_type_are_read_and_hide_no_function():
 
 
 # -- every exported program held to its expectations as data (issue 58, item 2) ---------------------------------------
-def _rubric_module(assignment: str):
+def _rubric_module(assignment: str, module: str = "rubric"):
     from grader.layout import Course
     from grader.submission.rubric_loading import load_rubric
 
     load_rubric(Course.default().rubric(assignment))
-    return sys.modules[f"_course_rubric_{assignment}.rubric"]
+    return sys.modules[f"_course_rubric_{assignment}.{module}"]
 
 
 @pytest.mark.parametrize("assignment", ["sharded_step", "local_mean_diagnosis", "collectives"])
@@ -651,7 +651,7 @@ def test_the_steps_on_smaller_meshes_and_at_another_rate_are_held_to_keeping_the
     where it runs. Without their Expect, only program.placed was read and these passed."""
     from grader.submission.judge import Evidence, Mismatch
 
-    module = _rubric_module("sharded_step")
+    module = _rubric_module("sharded_step", "rubric_step")
     keys = list(module.step_programs(4))
     assert keys == ["program.step", "program.mesh1.step", "program.mesh2.step", "program.mesh3.step",
                     "program.step_0.37"]
