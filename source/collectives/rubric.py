@@ -1,14 +1,15 @@
 """collectives' rubric, composed: the grader imports this file (``load_rubric``), and it names, in order, the modules
 that register judges on the one ``rubric``, then wraps the judges that also check their function's inputs.
 
-    rubric_collectives.py    the ``Rubric`` (its names), the shared references, the collective and program tests
+    rubric_keys.py           the keys the test cells record under, with their words
+    rubric_collectives.py    the ``Rubric``, the shared references, the collective and program tests
     rubric_measurements.py   the timer, the ring payload and the transfer budget
     rubric_momentum.py       the partitioned momentum step and the make-it-yours reversal experiment
 
 Each sibling imports what it needs from ``rubric_collectives`` and nothing imports this file, so there is no cycle,
 and ``keeps_inputs`` below wraps judges every module has registered by then.
 """
-from grader.submission.judge import keeps_inputs
+from grader.rubric import keeps_inputs
 
 from .rubric_collectives import rubric
 from . import rubric_measurements, rubric_momentum  # noqa: F401 - each registers its judges on `rubric`

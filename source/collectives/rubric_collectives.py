@@ -14,19 +14,12 @@ test only). Hidden runs use sub-meshes of the kernel's devices
 import numpy as np
 
 from coursekit import data
-from grader.submission.judge import Evidence, Mismatch, Mistake, Rubric, scaled
-from grader.submission.references import Reference
-from grader.programs import Expect, Input, Program
+from grader.rubric import Evidence, Expect, Input, Mismatch, Program, Reference, Rubric, mistake, scaled
 
 from . import rubric_cases as cases
+from . import rubric_keys as keys
 
-rubric = Rubric(names={
-    "lesson.own_sum": "the sum of your local contributions",
-    "program.own_sum": "the sum of your local contributions on the grader's batch",
-    **{f"hidden.mesh{size}.{key}": f"{what} on a mesh of {size} device(s)" for size in range(1, 9) for key, what in [
-        ("own_sum", "the sum of your local contributions"), ("momentum.new_v", "the new momentum"),
-        ("momentum.new_w", "the new weights")]},
-}, after_submit={"quiz.answer"})  # the quiz's correctness: graded after submission, never by Validate
+rubric = Rubric(after_submit={keys.QUIZ})  # the quiz's correctness: graded after submission, never by Validate
 
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER = "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather"
 
@@ -76,12 +69,8 @@ def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, 
                    candidates=None, mistakes=()):
     """Each of ``devices`` shards holds exactly its consecutive slice of the global value."""
     expected = np.asarray(expected, dtype=np.float64)
-    transposed = expected.reshape(-1, devices).T.ravel() if len(expected) % devices == 0 else None
-    layout = [Mistake(transposed, f"the values are right but in the wrong places: device r should hold the "
-                                  f"consecutive slice r*d/p ... (r+1)*d/p; this is a transposed shard layout "
-                                  f"(reshape to (p, d/p), not (d/p, p))")] if transposed is not None else []
     actual = e.close_to_any(key, candidates or [expected], rtol=rtol, atol=atol, what=what,
-                            mistakes=layout + list(mistakes),
+                            mistakes=TRANSPOSED(expected, devices) + list(mistakes),
                             reason="differs from the host NumPy reference")
     portion = len(expected) // devices
     recorded = e.get(key, what=what)
@@ -107,9 +96,20 @@ def portions_close(e: Evidence, key: str, expected, devices: int, *, rtol=1e-5, 
     e.require(len(starts) == devices, f"{what}: the devices should hold different portions")
 
 
-def contribution_mistakes(expected, p: int, mesh: int | None = None, *, scale_free: bool = True) -> list[Mistake]:
+TRANSPOSED = mistake("the values are right but in the wrong places: device r should hold the consecutive slice "
+                     "r*d/p ... (r+1)*d/p; this is a transposed shard layout (reshape to (p, d/p), not (d/p, p))",
+                     lambda expected, devices: expected.reshape(-1, devices).T.ravel()
+                     if len(expected) % devices == 0 else None)
+
+
+def contribution_mistakes(expected, p: int, mesh: int | None = None, *, scale_free: bool = True):
     """``scale_free``: also the mistakes that scale every case alike (a missing factor 2, a flipped sign): not
     where the same function was right on another case (the lesson's), since such a mistake would show there too."""
+    return scaled(expected, contribution_factors(p, mesh, scale_free=scale_free))
+
+
+def contribution_factors(p: int, mesh: int | None = None, *, scale_free: bool = True) -> dict[float, str]:
+    """The wrong factors of a local contribution's sum (``contribution_mistakes``), with their words."""
     k = mesh or p
     factors = {
         float(k): f"{k} times the global gradient: divided by the local row count n_local = N/{k} instead of "
@@ -124,7 +124,7 @@ def contribution_mistakes(expected, p: int, mesh: int | None = None, *, scale_fr
     if scale_free:
         factors.setdefault(0.5, "half the reference: the factor 2 is missing")
         factors.setdefault(-1.0, "the sign is flipped")
-    return scaled(expected, factors)
+    return factors
 
 
 def own_base(e: Evidence, own_key: str, reference, tested_key: str):
@@ -144,7 +144,7 @@ def own_base(e: Evidence, own_key: str, reference, tested_key: str):
     return reference, False
 
 
-def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool) -> list[Mistake]:
+def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool):
     """The mistakes of a collective program whose value should be ``base``: the learner's own summed local
     contributions when ``own_known`` (their local count is then judged by the local-contribution test alone, so a
     program k times that sum reduced twice), else the reference, where k times is either mistake."""
@@ -156,8 +156,10 @@ def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool
              f"{k} times the global gradient: either each device divided by its local row count n_local = N/{k} "
              f"instead of N, or the reduction was applied twice (a psum of a value already summed over the {k} "
              "devices)")
-    mistakes = [Mistake(m.value, twice) if np.allclose(m.value, k * np.asarray(base, dtype=np.float64)) and k != 1
-                else m for m in contribution_mistakes(base, p, mesh)]
+    factors = contribution_factors(p, mesh)
+    if k != 1:  # k times the base: said as a reduction applied twice
+        factors[float(k)] = twice
+    mistakes = scaled(base, factors)
     if k > 1 and not own_known:
         mistakes += scaled(base, {float(k * k): f"{k * k} times the global gradient: the normalization went wrong "
                                                 f"twice: each device divided by its local row count N/{k} and the "
@@ -165,13 +167,11 @@ def reduction_mistakes(base, p: int, mesh: int | None = None, *, own_known: bool
     return mistakes
 
 
-@rubric.test("test-local-contribution", names={
-    "lesson.terms": "the local contributions on the lesson data",
-})
+@rubric.test("test-local-contribution")
 def judge_local_contribution(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
-    e.check("lesson.terms", TERMS, (x, y, w, p), rtol=1e-5, atol=1e-7, devices=p)
+    e.check(keys.LESSON_TERMS, TERMS, (x, y, w, p), rtol=1e-5, atol=1e-7, devices=p)
     # the lesson's case passed: a mistake that scales every case alike (the factor 2, the sign) cannot be the cause
     for count in cases.local_counts(p):
         e.check(f"hidden.{count}.terms", HIDDEN_TERMS, (*cases.local_batch(count, e.draw), count), rtol=1e-4, atol=1e-5,
@@ -199,19 +199,17 @@ def _meshes_ran(e: Evidence, key: str, size: int, what: str):
                           "the data, or does it assume the lesson's four devices?)")
 
 
-@rubric.test("test-all-reduce", names={
-    "lesson.all_reduce": "the all-reduced gradient",
-})
+@rubric.test("test-all-reduce")
 def judge_all_reduce(e: Evidence):
-    p = e.num_devices
+    p, key = e.num_devices, keys.LESSON_ALL_REDUCE
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
-    e.array("lesson.all_reduce", shape=(8,), jax=True)
-    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
-    program_close(e, "lesson.all_reduce", own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
-                  e.name("lesson.all_reduce"), reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
-    e.shard_shapes("lesson.all_reduce", (8,), devices=p)
-    e.replicas_close("lesson.all_reduce", e.array("lesson.all_reduce"), rtol=1e-6, atol=1e-7,
+    e.array(key, shape=(8,), jax=True)
+    base, known = own_base(e, keys.LESSON_OWN_SUM, g, "lesson.terms")
+    program_close(e, key, own_or_reference(e, keys.LESSON_OWN_SUM, g, "lesson.terms"),
+                  e.name(key), reduction_mistakes(base, p, own_known=known), rtol=1e-5, atol=1e-7)
+    e.shard_shapes(key, (8,), devices=p)
+    e.replicas_close(key, e.array(key), rtol=1e-6, atol=1e-7,
                      against="the all-reduced value: the replicas disagree")
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.all_reduce", f"all_gradient on a mesh of {size} device(s)"
@@ -220,24 +218,22 @@ def judge_all_reduce(e: Evidence):
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         tested = cases.summed_key("all_reduce", size)  # the local-contribution test's sum on this very batch
-        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
-        program_close(e, key, own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested), what,
+        base, known = own_base(e, keys.HIDDEN_OWN_SUM(size=size), g, tested)
+        program_close(e, key, own_or_reference(e, keys.HIDDEN_OWN_SUM(size=size), g, tested), what,
                       reduction_mistakes(base, p, mesh=size, own_known=known), rtol=1e-4, atol=1e-5)
         e.shard_shapes(key, g.shape, devices=size, what=what)
     program_gradient(e, "all_gradient", split_output=False)
 
 
-@rubric.test("test-reduce-scatter", names={
-    "lesson.reduce_scatter": "the reduce-scattered gradient",
-})
+@rubric.test("test-reduce-scatter")
 def judge_reduce_scatter(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
     g = gradient(x, y, w)
-    e.array("lesson.reduce_scatter", shape=(8,), jax=True)
-    base, known = own_base(e, "lesson.own_sum", g, "lesson.terms")
-    portions_close(e, "lesson.reduce_scatter", g, p, what=e.name("lesson.reduce_scatter"),
-                   candidates=own_or_reference(e, "lesson.own_sum", g, "lesson.terms"),
+    e.array(keys.LESSON_REDUCE_SCATTER, shape=(8,), jax=True)
+    base, known = own_base(e, keys.LESSON_OWN_SUM, g, "lesson.terms")
+    portions_close(e, keys.LESSON_REDUCE_SCATTER, g, p, what=e.name(keys.LESSON_REDUCE_SCATTER),
+                   candidates=own_or_reference(e, keys.LESSON_OWN_SUM, g, "lesson.terms"),
                    mistakes=reduction_mistakes(base, p, own_known=known))
     for size in program_meshes(p):
         key, what = f"hidden.mesh{size}.reduce_scatter", f"shard_gradient on a mesh of {size} device(s)"
@@ -246,9 +242,9 @@ def judge_reduce_scatter(e: Evidence):
         g = gradient(hx, hy, hw)
         e.array(key, shape=g.shape, jax=True, what=what)
         tested = cases.summed_key("reduce_scatter", size)  # the local-contribution test's sum on this very batch
-        base, known = own_base(e, f"hidden.mesh{size}.own_sum", g, tested)
+        base, known = own_base(e, keys.HIDDEN_OWN_SUM(size=size), g, tested)
         portions_close(e, key, g, size, rtol=1e-4, atol=1e-5, what=what,
-                       candidates=own_or_reference(e, f"hidden.mesh{size}.own_sum", g, tested),
+                       candidates=own_or_reference(e, keys.HIDDEN_OWN_SUM(size=size), g, tested),
                        mistakes=reduction_mistakes(base, p, mesh=size, own_known=known))
     program_gradient(e, "shard_gradient", split_output=True)
 
@@ -350,7 +346,7 @@ def own_factor(e: Evidence) -> float:
     compute less than the gradient."""
     ex, ey, ew = cases.program_batch(e.num_devices)
     reference = gradient(ex, ey, ew)
-    own = e.array("program.own_sum", shape=reference.shape, what="your summed local contributions")
+    own = e.array(keys.PROGRAM_OWN_SUM, shape=reference.shape, what="your summed local contributions")
     factor = float(np.dot(own, reference) / np.dot(reference, reference))
     e.require(np.allclose(own, factor * reference, rtol=1e-4, atol=1e-6),
               "your local contributions do not sum to a multiple of the gradient, so the program cannot be judged "
@@ -361,7 +357,7 @@ def own_factor(e: Evidence) -> float:
 def own_factor_known(e: Evidence) -> bool:
     """Whether the learner's own summed contributions (the programs' batch) stand for the program (``own_base``)."""
     ex, ey, ew = cases.program_batch(e.num_devices)
-    return own_base(e, "program.own_sum", gradient(ex, ey, ew), cases.PROGRAM_SUM)[1]
+    return own_base(e, keys.PROGRAM_OWN_SUM, gradient(ex, ey, ew), cases.PROGRAM_SUM)[1]
 
 
 def program_gradient(e: Evidence, name: str, *, split_output: bool):
@@ -393,11 +389,9 @@ def judge_lowered(e: Evidence):
     _programs(e)
 
 
-@rubric.test("test-quiz", names={
-    "quiz.answer": "the multiple-choice answer",
-})
+@rubric.test("test-quiz")
 def judge_quiz(e: Evidence):
-    e.equal("quiz.answer", 2, mistakes={
+    e.equal(keys.QUIZ, 2, mistakes={
         1: "a reduce-scatter followed by a gather of the full vector moves as many bytes as the all-reduce",
         3: "an unchanged global shape says nothing about communication",
     })

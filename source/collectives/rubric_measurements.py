@@ -2,10 +2,10 @@
 the ring payload and the transfer budget, against the ring formulas computed here."""
 import numpy as np
 
-from grader.submission.judge import Evidence, Mismatch, Mistake
-from grader.submission.references import Reference
+from grader.rubric import Evidence, Mismatch, Reference, mistake
 
 from . import rubric_cases as hidden
+from . import rubric_keys as keys
 from .rubric_collectives import rubric
 
 
@@ -69,11 +69,9 @@ def _probe_log(e: Evidence, key: str, repeats: int):
     return samples, took
 
 
-@rubric.test("test-timing", names={
-    "timing.sample_count": "the number of samples by default",
-})
+@rubric.test("test-timing")
 def judge_timing(e: Evidence):
-    e.equal("timing.sample_count", 7)
+    e.equal(keys.SAMPLE_COUNT, 7)
     probed = {delay: _probe_log(e, key, repeats) for key, repeats, delay in PROBES}
     samples = {delay: values for delay, (values, _) in probed.items()}
     mistake = _timer_mistake(samples, {delay: took for delay, (_, took) in probed.items()})
@@ -100,41 +98,33 @@ FLOOR = ("integer (floor) division: // drops the remainder whenever p does not d
          "real number, so divide with /")
 
 
-def _payload_mistakes(cases, shape) -> list[Mistake]:
-    def table(rule):
-        return np.reshape([rule(size, ranks) for size, ranks in cases], shape)
-
-    return [
-        Mistake(table(lambda g, p: (ring(g, p)[0], ring(g, p)[0])), "the all-reduce payload lacks the factor 2: "
-                "it counts only the reduce-scatter phase; B_AR = B_RS + B_AG"),
-        Mistake(table(lambda g, p: (p / (p - 1) * g if p > 1 else np.nan, 2 * p / (p - 1) * g if p > 1 else np.nan)),
-                "the fraction is inverted: (p - 1)/p of G passes through each rank, not p/(p - 1)"),
-        Mistake(table(lambda g, p: (g / p, 2 * g / p)), "G/p is what a rank keeps (storage), not what passes "
-                "through it: B_RS = (p - 1)/p G"),
-        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * ((p - 1) * g // p))), FLOOR),
-        Mistake(table(lambda g, p: (ring(g, p)[1], ring(g, p)[0])), "the two payloads are swapped: return "
-                "(reduce_scatter_bytes, all_reduce_bytes), B_RS first"),
-        Mistake(table(lambda g, p: tuple(np.round(ring(g, p)))), "the payloads were rounded to whole bytes: the "
-                "model's byte counts are real numbers, (p - 1)/p G need not be whole"),
-        Mistake(table(lambda g, p: ((p - 1) * g // p, 2 * (p - 1) * g // p)), FLOOR),
-    ]
+def _rule(rule):
+    """A payload mistake's table on a case (the (size, ranks) list, the table's shape): ``rule`` on each pair."""
+    return lambda cases, shape: np.reshape([rule(size, ranks) for size, ranks in cases], shape)
 
 
-@rubric.test("test-payload", names={
-    "payload.lesson": "the payload at G = 32 bytes, p = 4",
-    "payload.hidden": "ring_payload at other sizes and rank counts",
-    "payload.budget_sizes": "ring_payload at the transfer budget's sizes",
-})
+#: ring_payload's (B_RS, B_AR) on a case (a list of (size, ranks), the table's shape), and its named mistakes
+PAYLOADS = Reference(_rule(ring), (
+    mistake("the all-reduce payload lacks the factor 2: it counts only the reduce-scatter phase; B_AR = B_RS + B_AG",
+            _rule(lambda g, p: (ring(g, p)[0], ring(g, p)[0]))),
+    mistake("the fraction is inverted: (p - 1)/p of G passes through each rank, not p/(p - 1)",
+            _rule(lambda g, p: (p / (p - 1) * g if p > 1 else np.nan, 2 * p / (p - 1) * g if p > 1 else np.nan))),
+    mistake("G/p is what a rank keeps (storage), not what passes through it: B_RS = (p - 1)/p G",
+            _rule(lambda g, p: (g / p, 2 * g / p))),
+    mistake(FLOOR, _rule(lambda g, p: ((p - 1) * g // p, 2 * ((p - 1) * g // p)))),
+    mistake("the two payloads are swapped: return (reduce_scatter_bytes, all_reduce_bytes), B_RS first",
+            _rule(lambda g, p: (ring(g, p)[1], ring(g, p)[0]))),
+    mistake("the payloads were rounded to whole bytes: the model's byte counts are real numbers, (p - 1)/p G need "
+            "not be whole", _rule(lambda g, p: tuple(np.round(ring(g, p))))),
+    mistake(FLOOR, _rule(lambda g, p: ((p - 1) * g // p, 2 * (p - 1) * g // p)))))
+
+
+@rubric.test("test-payload")
 def judge_payload(e: Evidence):
-    e.close("payload.lesson", [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=_payload_mistakes([(32, 4)], (2,)))
-    for key, cases in [("payload.hidden", hidden.payload_cases(e.draw)),
-                       ("payload.budget_sizes", hidden.budget_sizes(e.num_devices, e.draw))]:
-        e.check(key, PAYLOADS, (cases,), rtol=1e-9, atol=1e-9)
-
-
-#: ring_payload's (B_RS, B_AR) at each (size, ranks) of a list, with the mistakes named on them
-PAYLOADS = Reference(lambda cases: [ring(size, ranks) for size, ranks in cases],
-                     (lambda cases: _payload_mistakes(cases, (len(cases), 2)),))
+    e.close(keys.PAYLOAD_LESSON, [24.0, 48.0], rtol=1e-9, atol=1e-9, mistakes=PAYLOADS.named([(32, 4)], (2,)))
+    for key, cases in [(keys.PAYLOAD_HIDDEN, hidden.payload_cases(e.draw)),
+                       (keys.PAYLOAD_BUDGET_SIZES, hidden.budget_sizes(e.num_devices, e.draw))]:
+        e.check(key, PAYLOADS, (cases, (len(cases), 2)), rtol=1e-9, atol=1e-9)
 
 
 def _rules(values, cases) -> set[int]:
@@ -142,7 +132,7 @@ def _rules(values, cases) -> set[int]:
     values = np.asarray(values, dtype=np.float64)
     shape = (len(cases), 2)
     known = [np.reshape([ring(g, p) for g, p in cases], shape)] + [np.asarray(m.value, dtype=np.float64)
-                                                                    for m in _payload_mistakes(cases, shape)]
+                                                                    for m in PAYLOADS.named(cases, shape)]
     return {i for i, rule in enumerate(known) if values.shape == rule.shape
             and np.allclose(values, rule, rtol=1e-9, atol=1e-6, equal_nan=True)}
 
@@ -151,25 +141,28 @@ def budget(size, rank_counts):
     return [[p, ring(size, p)[1], 2 * ring(size, p)[0], size / p] for p in rank_counts]
 
 
-def _budget_mistakes(size, rank_counts) -> list[Mistake]:
-    right = np.asarray(budget(size, rank_counts), dtype=np.float64)
-
-    def changed(column, values):
-        table = right.copy()
-        table[:, column] = values
+def _changed(column: int, values):
+    """A budget mistake on a case (size, rank counts): the right table with one column replaced by
+    ``values(size, right)``."""
+    def wrong(size, rank_counts):
+        table = np.asarray(budget(size, rank_counts), dtype=np.float64)
+        table[:, column] = values(size, table.copy())
         return table
+    return wrong
 
-    return [
-        Mistake(changed(3, size), "shard_storage_bytes is what one rank keeps after the reduce-scatter: G/p, not G"),
-        Mistake(changed(2, 2 * right[:, 1]), "scatter_gather_bytes counts the all-reduce twice: it is "
-                                            "B_RS + B_AG, which equals one all-reduce"),
-        Mistake(changed(2, right[:, 1] / 2), "scatter_gather_bytes counts only the reduce-scatter: add the "
-                                            "all-gather's B_AG"),
-        Mistake(changed(1, right[:, 1] / 2), "all_reduce_bytes lacks the factor 2: B_AR = 2 (p - 1)/p G"),
-        Mistake(changed(3, size // right[:, 0]), FLOOR),
-        Mistake(np.asarray([[p, 2 * ((p - 1) * size // p), 2 * ((p - 1) * size // p), size // p] for p in rank_counts],
-                           dtype=np.float64), FLOOR),
-    ]
+
+#: transfer_budget's table on a case (size, rank counts), and its named mistakes
+BUDGET = Reference(budget, (
+    mistake("shard_storage_bytes is what one rank keeps after the reduce-scatter: G/p, not G",
+            _changed(3, lambda size, right: size)),
+    mistake("scatter_gather_bytes counts the all-reduce twice: it is B_RS + B_AG, which equals one all-reduce",
+            _changed(2, lambda size, right: 2 * right[:, 1])),
+    mistake("scatter_gather_bytes counts only the reduce-scatter: add the all-gather's B_AG",
+            _changed(2, lambda size, right: right[:, 1] / 2)),
+    mistake("all_reduce_bytes lacks the factor 2: B_AR = 2 (p - 1)/p G", _changed(1, lambda size, right: right[:, 1] / 2)),
+    mistake(FLOOR, _changed(3, lambda size, right: size // right[:, 0])),
+    mistake(FLOOR, lambda size, rank_counts: np.asarray(
+        [[p, 2 * ((p - 1) * size // p), 2 * ((p - 1) * size // p), size // p] for p in rank_counts], dtype=np.float64))))
 
 
 def _own_budget(e: Evidence, key: str, size, rank_counts):
@@ -182,9 +175,9 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
     own = e.array(key, shape=(len(rank_counts), 2)).astype(np.float64)
     # The same rule as the payload test recorded from ring_payload (its own record, not this cell's): a helper that
     # answers the payload test one way and this cell another (or a library function patched in between) gets none.
-    tested, cases = e.elsewhere("test-payload", "payload.hidden"), hidden.payload_cases(e.draw)
+    tested, cases = e.elsewhere("test-payload", keys.PAYLOAD_HIDDEN), hidden.payload_cases(e.draw)
     if tested is None:  # (Validate has the visible record only)
-        tested, cases = e.elsewhere("test-payload", "payload.lesson"), [(32, 4)]
+        tested, cases = e.elsewhere("test-payload", keys.PAYLOAD_LESSON), [(32, 4)]
     same = tested is not None and tested.size == 2 * len(cases) and _rules(own, [(size, p) for p in rank_counts]) \
         & _rules(np.reshape(tested, (-1, 2)), cases)
     if not same:
@@ -192,15 +185,10 @@ def _own_budget(e: Evidence, key: str, size, rank_counts):
     return [[p, ar, 2 * rs, size / p] for p, (rs, ar) in zip(rank_counts, own)]
 
 
-@rubric.test("test-budget", names={
-    "budget.lesson": "the 1 MiB transfer budget",
-    "budget.hidden": "transfer_budget at another size and rank counts",
-    "budget.own_payloads": "the payloads of your ring_payload at the 1 MiB budget's sizes",
-    "budget.hidden.own_payloads": "the payloads of your ring_payload at another size and rank counts",
-})
+@rubric.test("test-budget")
 def judge_budget(e: Evidence):
-    cases = [("budget.lesson", "budget.own_payloads", 2**20, [2, 4, 8]),
-             ("budget.hidden", "budget.hidden.own_payloads", *hidden.budget_case(e.num_devices, e.draw))]
+    cases = [(keys.BUDGET_LESSON, keys.BUDGET_OWN_PAYLOADS, 2**20, [2, 4, 8]),
+             (keys.BUDGET_HIDDEN, keys.BUDGET_HIDDEN_OWN_PAYLOADS, *hidden.budget_case(e.num_devices, e.draw))]
     for key, own_key, size, ranks in cases:
         own = _own_budget(e, own_key, size, ranks)
         # what the message says it was compared with: the budget of the learner's own payloads only when it was
@@ -209,4 +197,4 @@ def judge_budget(e: Evidence):
                       " (compared with the lesson's budget: the payloads your ring_payload gave here follow neither "
                       "the lesson's rule nor the one the payload test recorded from it)" if e.has(own_key) else ""))
         e.close_to_any(key, [budget(size, ranks)] + ([own] if own else []), rtol=1e-9, atol=1e-6,
-                       mistakes=_budget_mistakes(size, ranks), reason=reason)
+                       mistakes=BUDGET.named(size, ranks), reason=reason)

@@ -2,11 +2,10 @@
 import numpy as np
 
 from coursekit import data
-from coursekit.checks import HostCopy, Trace
-from grader.submission.judge import Evidence, Mismatch, Mistake
-from grader.programs import Expect, Input, Program
+from grader.rubric import Evidence, Expect, HostCopy, Input, Mismatch, Program, Reference, Trace, mistake
 
 from . import rubric_cases as cases
+from . import rubric_keys as keys
 from .rubric_collectives import gradient, own_values_or_reference, portions_close, program_meshes, rubric
 
 
@@ -16,28 +15,30 @@ PARTITIONED = "the momentum is no longer partitioned: keep weights and momentum 
 LESSON_RATE, LESSON_BETA = 0.1, 0.9  # the visible checks' call: momentum_step(w, v, g, 0.1, 0.9)
 
 
-def _fixed_arguments(w, v, g, rate, beta) -> tuple[list[Mistake], list[Mistake]]:
-    """(momentum, weights) mistakes of a step that ignores the coefficient it is given and uses the lesson's (named
+def _fixed_beta(on_weights: bool):
+    """A step that ignores the coefficient it is given and uses the lesson's: its momentum, or its weights (named
     only where the call's coefficient differs from the lesson's, so the value can show it)."""
-    on_v, on_w = [], []
-    if not np.isclose(beta, LESSON_BETA):
-        said = (f"it uses the coefficient {LESSON_BETA} of the lesson's call, not the beta it is given ({beta:g}): "
-                "v' = beta * v + g with momentum_step's own beta argument")
-        on_v.append(Mistake(LESSON_BETA * v + g, said))
-        on_w.append(Mistake(w - rate * (LESSON_BETA * v + g), said))
-    return on_v, on_w
+    def wrong(w, v, g, rate, beta):
+        if np.isclose(beta, LESSON_BETA):
+            return None
+        return (w - rate * (LESSON_BETA * v + g) if on_weights else LESSON_BETA * v + g), {"beta": beta}
+    return mistake(f"it uses the coefficient {LESSON_BETA} of the lesson's call, not the beta it is given "
+                   "({beta:g}): v' = beta * v + g with momentum_step's own beta argument", wrong)
+
+
+#: the new momentum and the new weights of momentum_step(w, v, g, rate, beta), each with its named mistakes
+NEW_V = Reference(lambda w, v, g, rate, beta: beta * v + g, (
+    mistake("beta multiplies the gradient instead of the old momentum: v' = beta * v + g",
+            lambda w, v, g, rate, beta: v + beta * g), _fixed_beta(False)))
+NEW_W = Reference(lambda w, v, g, rate, beta: w - rate * (beta * v + g), (
+    mistake("the weights moved by the gradient, not by the new momentum", lambda w, v, g, rate, beta: w - rate * g),
+    mistake("the momentum was added: w' = w - learning_rate * v'",
+            lambda w, v, g, rate, beta: w + rate * (beta * v + g)), _fixed_beta(True)))
 
 
 def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where: str, *, rtol, atol):
-    new_v = beta * v + g
-    new_w = w - rate * new_v
-    on_v, on_w = _fixed_arguments(w, v, g, rate, beta)
-    for name, expected, mistakes in [
-        ("new_v", new_v, [Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: "
-                                                "v' = beta * v + g")] + on_v),
-        ("new_w", new_w, [Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
-                          Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")] + on_w),
-    ]:
+    for name, reference in [("new_v", NEW_V), ("new_w", NEW_W)]:
+        expected, mistakes = reference.on(w, v, g, rate, beta)
         what = (f"the new {'momentum' if name == 'new_v' else 'weights'} of momentum_step(w, v, g, {rate:g}, "
                 f"{beta:g}) {where}")
         key = f"{prefix}{name}"
@@ -45,7 +46,7 @@ def _momentum(e: Evidence, prefix: str, w, v, g, rate, beta, devices: int, where
                   f"{what}: no result: momentum_step did not run there (does it use the notebook's mesh and split, "
                   "or assume four devices?)")
         e.array(key, shape=expected.shape, jax=True, what=what)
-        recorded = e.get(key)
+        recorded = e.get(key, what=what)
         if {tuple(s.value.shape) for s in recorded.shards} == {tuple(expected.shape)} and devices > 1:
             raise Mismatch(f"{what}: {PARTITIONED}")
         portions_close(e, key, expected, devices, rtol=rtol, atol=atol, what=what, mistakes=mistakes)
@@ -76,21 +77,16 @@ def _momentum_program(e: Evidence, rate: float, beta: float):
     """momentum_step itself, exported by the kernel and run by the grader on state it drew: a step computed on
     the host (np.asarray of the state) cannot be exported, and the program's results must stay split."""
     key, what = "program.momentum", "momentum_step, run by the grader on state it drew"
-    e.require(not e.has("momentum.traceable") or e.number("momentum.traceable") != Trace.CONCRETE_ATTRIBUTE,
+    e.require(not e.has(keys.MOMENTUM_TRACEABLE)
+              or e.outcome(keys.MOMENTUM_TRACEABLE, Trace) is not Trace.CONCRETE_ATTRIBUTE,
               f"{what}: JAX could not trace it: momentum_step must be traceable under jax.jit (the grader exports "
               "it with jax.export), and weights.sharding is not available on a traced value (an attribute only "
               "placed arrays have, like .addressable_shards): take the placement from the notebook's mesh and "
               "split (jax.typeof(weights) gives a traced value's shape and dtype)")
     run = e.program_expected(key, what=what)
     w, v, g = (value.astype(np.float64) for value in run.inputs)
-    new_v = beta * v + g
-    new_w = w - rate * new_v
-    on_v, on_w = _fixed_arguments(w, v, g, rate, beta)
-    e.program_close(key, 0, new_w, rtol=1e-5, atol=1e-6, what=f"{what} (new weights)", mistakes=[
-        Mistake(w - rate * g, "the weights moved by the gradient, not by the new momentum"),
-        Mistake(w + rate * new_v, "the momentum was added: w' = w - learning_rate * v'")] + on_w)
-    e.program_close(key, 1, new_v, rtol=1e-5, atol=1e-6, what=f"{what} (new momentum)", mistakes=[
-        Mistake(v + beta * g, "beta multiplies the gradient instead of the old momentum: v' = beta * v + g")] + on_v)
+    e.program_check(key, 0, NEW_W, (w, v, g, rate, beta), rtol=1e-5, atol=1e-6, what=f"{what} (new weights)")
+    e.program_check(key, 1, NEW_V, (w, v, g, rate, beta), rtol=1e-5, atol=1e-6, what=f"{what} (new momentum)")
     portion = len(w) // e.num_devices
     for output in run.outputs:
         e.require(all(shape == (portion,) for shape in output.shard_shapes), f"{what}: {PARTITIONED}")
@@ -106,15 +102,10 @@ HOST_ROUND_TRIP = ("momentum_step moves the partitioned state through the host: 
 
 def _momentum_on_devices(e: Evidence):
     """The call itself, watched in the kernel (coursekit.checks.host_round_trip): what tracing hides."""
-    e.require(e.number("momentum.host_round_trip", what="the host transfers of momentum_step") == HostCopy.NONE,
-              HOST_ROUND_TRIP)
+    e.require(e.outcome(keys.MOMENTUM_HOST_ROUND_TRIP, HostCopy) is HostCopy.NONE, HOST_ROUND_TRIP)
 
 
-@rubric.test("test-momentum", names={
-    "momentum.new_v": "the new momentum",
-    "momentum.new_w": "the new weights",
-    "momentum.traceable": "whether momentum_step traces under jax.jit",
-})
+@rubric.test("test-momentum")
 def judge_momentum(e: Evidence):
     p = e.num_devices
     x, y, w = data.collectives_batch()
@@ -131,16 +122,28 @@ def judge_momentum(e: Evidence):
     _momentum_program(e, rate, beta)
 
 
-def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
+ONE_REVERSED = mistake("only the rows were reversed, or only the labels (the same mismatch): reverse them together",
+                       lambda x, y, w: gradient(x, y[::-1], w))
+#: the gradient of the labels reversed alone, with its named mistake
+LABEL_ONLY = Reference(lambda x, y, w: gradient(x, y[::-1], w), (mistake(
+    "this is the gradient of the original order (or of a joint reversal): reverse the labels alone, keep the rows",
+    gradient),))
+ORIGINAL_ORDER = mistake("the {part} are in their original order: reverse the rows and their labels together",
+                         lambda original, part: (np.asarray(original, dtype=np.float32).astype(np.float64),
+                                                 {"part": part}))
+
+
+def _reversal(e: Evidence, data_: str, x, y, w, rtol, atol, devices: int):
     expected = gradient(x, y, w)
-    for name in ("all_reduced", "gathered"):
-        candidates = own_values_or_reference(e, f"{prefix}original_{name}", expected)
-        key = f"{prefix}{name}"
+    words = keys.REVERSAL_WORDS[data_]
+    for reversed_key, original_key in [(keys.REVERSED_ALL_REDUCED, keys.ORIGINAL_ALL_REDUCED),
+                                       (keys.REVERSED_GATHERED, keys.ORIGINAL_GATHERED)]:
+        key, original = reversed_key(data=data_, **words), original_key(data=data_, **words)
+        candidates = own_values_or_reference(e, original, expected)
         actual = e.close_to_any(key, candidates, rtol=rtol, atol=atol,
                                 reason="differs from the gradient of the original order (the host reference, and your "
                                        "own programs on it): reverse the rows and their labels together",
-                                mistakes=[Mistake(gradient(x, y[::-1], w), "only the rows were reversed, or only the "
-                                                  "labels (the same mismatch): reverse them together")])
+                                mistakes=ONE_REVERSED(x, y, w))
         # Both results come from the notebook's programs on the devices, as the docstring says: the all-reduced one
         # and the gathered one (gather of shard_gradient's portions) hold the whole vector on every device. A
         # value that is still split was not gathered; a host array was not computed by the programs.
@@ -155,31 +158,17 @@ def _reversal(e: Evidence, prefix: str, x, y, w, rtol, atol, devices: int):
         e.shard_shapes(key, expected.shape, devices=devices, what=what)
         e.replicas_close(key, actual, rtol=1e-6, atol=1e-7, what=what,
                          against="the result's own value: every device should hold all of it")
-    label_only = gradient(x, y[::-1], w)
-    e.close(f"{prefix}label_only", label_only, rtol=rtol, atol=atol, mistakes=[
-        Mistake(expected, "this is the gradient of the original order (or of a joint reversal): reverse the labels "
-                          "alone, keep the rows")])
-    e.require(np.max(np.abs(label_only - expected)) > 0.01, "instructor error: reversal data too symmetric")
+    e.check(keys.LABEL_ONLY(data=data_, **words), LABEL_ONLY, (x, y, w), rtol=rtol, atol=atol)
+    e.require(np.max(np.abs(LABEL_ONLY(x, y, w) - expected)) > 0.01, "instructor error: reversal data too symmetric")
 
 
-@rubric.test("test-make-it-yours", names={
-    "yours.all_reduced": "the all-reduced gradient of the jointly reversed data",
-    "yours.gathered": "the gathered gradient of the jointly reversed data",
-    "yours.original_all_reduced": "all_gradient on the original order",
-    "yours.original_gathered": "gather(shard_gradient(...)) on the original order",
-    "yours.label_only": "the label-only reversal gradient",
-    "hidden.yours.all_reduced": "the all-reduced gradient of an unseen reversed batch",
-    "hidden.yours.gathered": "the gathered gradient of an unseen reversed batch",
-    "hidden.yours.original_all_reduced": "all_gradient on an unseen batch in its original order",
-    "hidden.yours.original_gathered": "gather(shard_gradient(...)) on an unseen batch in its original order",
-    "hidden.yours.label_only": "the label-only reversal gradient of an unseen batch",
-})
+@rubric.test("test-make-it-yours")
 def judge_make_it_yours(e: Evidence):
     x, y, w = data.collectives_batch()
     p = e.num_devices
-    _reversal(e, "yours.", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)
+    _reversal(e, "yours", x, y, w + np.float32(0.17), 1e-5, 1e-6, p)
     hx, hy, hw = cases.reversal_batch(e.draw)
-    _reversal(e, "hidden.yours.", hx, hy, hw, 1e-4, 1e-5, p)
+    _reversal(e, "hidden.yours", hx, hy, hw, 1e-4, 1e-5, p)
     _reversed_inputs(e, "hidden.yours.", hx, hy)
 
 
@@ -192,6 +181,4 @@ def _reversed_inputs(e: Evidence, prefix: str, x, y):
             e.require(e.has(key) and e.get(key, what=what).kind != "scalar",
                       f"{what}: reversal_experiment should run the notebook's {name} on the reversed batch")
             reversed_ = np.asarray(original, dtype=np.float32).astype(np.float64)[::-1]
-            e.close(key, reversed_, rtol=1e-6, atol=1e-6, what=what, mistakes=[
-                Mistake(np.asarray(original, dtype=np.float32).astype(np.float64),
-                        f"the {part} are in their original order: reverse the rows and their labels together")])
+            e.close(key, reversed_, rtol=1e-6, atol=1e-6, what=what, mistakes=ORIGINAL_ORDER(original, part))
