@@ -1,7 +1,8 @@
 """local_mean_diagnosis's rubric, composed: the grader imports this file (``load_rubric``), and it names, in order,
 the modules that register judges on the one ``rubric``, then wraps the judges that also check their function's inputs.
 
-    rubric_cases.py          the hidden cases, and the keys the test cells record under with their words
+    rubric_cases.py          the hidden cases (as released: its text draws the programs' inputs)
+    rubric_keys.py           the keys the test cells record under with their words, the drawn cases' words
     rubric_means.py          the ``Rubric``, the averages, the masked mean, the partials and the sharded masked mean
     rubric_accumulation.py   the block partials and the accumulated gradient
 

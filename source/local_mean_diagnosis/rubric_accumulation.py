@@ -8,6 +8,7 @@ from coursekit import data
 from grader.rubric import Evidence, Expect, Input, Mismatch, Program, Reference, mistake
 
 from . import rubric_cases as cases
+from . import rubric_keys as keys
 from .rubric_means import PADDING_COUNTED, counts_equal, finite_mesh_result, rubric
 
 
@@ -119,9 +120,9 @@ def judge_microbatch_partials(e: Evidence):
     judged = [("partials", (x[0, block], y[0, block], mask[0, block], w))] + cases.partials_blocks()
     judged += [(prefix, block_) for prefix, _, block_ in cases.drawn_partials_blocks(e.draw)]  # over the contract
     for prefix, block_ in judged:
-        words = cases.CASE_WORDS.get(prefix) or cases.block_words(*block_)
-        e.check(cases.GRADIENT_SUM_OF(case=prefix, block=words), PARTIAL_GRADIENT, block_, rtol=1e-5, atol=1e-5)
-        counts_equal(e, cases.COUNT_OF(case=prefix, block=words), BLOCK_COUNT, block_)
+        words = keys.CASE_WORDS.get(prefix) or keys.block_words(*block_)
+        e.check(keys.GRADIENT_SUM_OF(case=prefix, block=words), PARTIAL_GRADIENT, block_, rtol=1e-5, atol=1e-5)
+        counts_equal(e, keys.COUNT_OF(case=prefix, block=words), BLOCK_COUNT, block_)
 
 
 REDUCES_OFTEN = "{what}: its psums carry more than the gradient sum and its count, or there are more than two of them"
@@ -156,7 +157,7 @@ def reduces_often(run, what: str) -> str:
 @rubric.programs("test-accumulation")
 def programs_accumulation(p: int):
     x, y, mask, w = cases.accumulation_batches(p)[-1][1]  # the exported call's example: the last case
-    return [Program(cases.ACCUMULATION_PROGRAM, p, (Input(x.shape, (None, "data", None, None)),
+    return [Program(keys.ACCUMULATION_PROGRAM, p, (Input(x.shape, (None, "data", None, None)),
                                                     Input(y.shape, (None, "data", None)),
                                                     Input(mask.shape, (None, "data", None), "bool"),
                                                     Input(w.shape, ())), expect=ACCUMULATE_ONCE)]
@@ -164,9 +165,9 @@ def programs_accumulation(p: int):
 
 @rubric.test("test-accumulation")
 def judge_accumulation(e: Evidence):
-    p, program = e.num_devices, cases.ACCUMULATION_PROGRAM
-    judged = [(cases.ACCUMULATED, data.accumulation_batch(seed=0, num_shards=p, empty=(1,)), p, False)]
-    judged += [(cases.ACCUMULATED_OF(case=prefix, batch=cases.CASE_WORDS[prefix]), batch, p, False)
+    p, program = e.num_devices, keys.ACCUMULATION_PROGRAM
+    judged = [(keys.ACCUMULATED, data.accumulation_batch(seed=0, num_shards=p, empty=(1,)), p, False)]
+    judged += [(keys.ACCUMULATED_OF(case=prefix, batch=keys.CASE_WORDS[prefix]), batch, p, False)
                for prefix, batch in cases.accumulation_batches(p)]
     _accumulated_values(e, judged)
     try:  # the program's structure before the drawn cases: a loop of psums is told so whatever the batch
@@ -175,7 +176,7 @@ def judge_accumulation(e: Evidence):
         if str(failure) != REDUCES_OFTEN.replace("{what}", program.words):
             raise
         raise Mismatch(reduces_often(e.program(program), program.words)) from None
-    _accumulated_values(e, [(cases.ACCUMULATED_OF(case=prefix, batch=cases.batch_words(batch[0], batch[2], size)),
+    _accumulated_values(e, [(keys.ACCUMULATED_OF(case=prefix, batch=keys.batch_words(batch[0], batch[2], size)),
                              batch, size, True)  # this learner's draw, over the docstring's contract
                             for prefix, size, batch in cases.drawn_accumulation_batches(p, e.draw)])
     e.program_check(program, 0, ACCUMULATED, tuple(run.inputs), rtol=1e-4, atol=1e-5, devices=p)

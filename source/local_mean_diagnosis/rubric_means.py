@@ -12,6 +12,7 @@ from coursekit import data
 from grader.rubric import (Evidence, Expect, HostCopy, Input, Mismatch, Program, Reference, Rubric, factors, mistake)
 
 from . import rubric_cases as cases
+from . import rubric_keys as keys
 
 rubric = Rubric()
 
@@ -138,12 +139,12 @@ MEAN_OF_LOCAL_MEANS = Reference(_mean_of_local_means, (
 
 @rubric.test("test-two-averages")
 def judge_two_averages(e: Evidence):
-    e.close(cases.EXAMPLE_GLOBAL, 2.0, mistakes=LOCAL_MEANS_NOT_GLOBAL(EXAMPLE))
-    e.close(cases.EXAMPLE_LOCAL, 2.5, mistakes=GLOBAL_NOT_LOCAL_MEANS(EXAMPLE))
+    e.close(keys.EXAMPLE_GLOBAL, 2.0, mistakes=LOCAL_MEANS_NOT_GLOBAL(EXAMPLE))
+    e.close(keys.EXAMPLE_LOCAL, 2.5, mistakes=GLOBAL_NOT_LOCAL_MEANS(EXAMPLE))
     for count in cases.shard_counts(e.num_devices):
         shards = cases.ragged(count)
-        e.check(cases.HIDDEN_GLOBAL(count=count), GLOBAL_MEAN, (shards,))
-        e.check(cases.HIDDEN_LOCAL(count=count), MEAN_OF_LOCAL_MEANS, (shards,))
+        e.check(keys.HIDDEN_GLOBAL(count=count), GLOBAL_MEAN, (shards,))
+        e.check(keys.HIDDEN_LOCAL(count=count), MEAN_OF_LOCAL_MEANS, (shards,))
 
 
 LOCAL_GRADIENTS = Reference(block_gradients, (
@@ -160,11 +161,11 @@ def judge_local_gradients(e: Evidence):
     x, y = data.lesson_batch()
     w = np.zeros(2)
 
-    e.check(cases.LESSON_LOCALS, LOCAL_GRADIENTS, (x, y, w, [2, 2, 2, 2]))
-    e.close(cases.LESSON_LOCALS, LESSON_LOCALS_2222)
-    e.check(cases.LESSON_LOCALS_3_5, LOCAL_GRADIENTS, (x, y, w, [3, 5]))
+    e.check(keys.LESSON_LOCALS, LOCAL_GRADIENTS, (x, y, w, [2, 2, 2, 2]))
+    e.close(keys.LESSON_LOCALS, LESSON_LOCALS_2222)
+    e.check(keys.LESSON_LOCALS_3_5, LOCAL_GRADIENTS, (x, y, w, [3, 5]))
     for count in cases.shard_counts(e.num_devices):
-        e.check(cases.HIDDEN_LOCALS(count=count), LOCAL_GRADIENTS, cases.local_gradient_batch(count), rtol=1e-5,
+        e.check(keys.HIDDEN_LOCALS(count=count), LOCAL_GRADIENTS, cases.local_gradient_batch(count), rtol=1e-5,
                 atol=1e-6)
 
 
@@ -183,10 +184,10 @@ def _wrong_axis(k: int, d: int) -> dict:
 
 @rubric.test("test-equal-shards")
 def judge_equal_shards(e: Evidence):
-    e.close(cases.LESSON_EQUAL, LESSON_GRADIENT, mistakes=EQUAL.named(np.array(LESSON_LOCALS_2222)),
+    e.close(keys.LESSON_EQUAL, LESSON_GRADIENT, mistakes=EQUAL.named(np.array(LESSON_LOCALS_2222)),
             shape_mistakes=_wrong_axis(4, 2))
     for count in cases.shard_counts(e.num_devices):
-        e.check(cases.HIDDEN_EQUAL(count=count), EQUAL, (cases.equal_locals(count),),
+        e.check(keys.HIDDEN_EQUAL(count=count), EQUAL, (cases.equal_locals(count),),
                 shape_mistakes=_wrong_axis(count, 3))
 
 
@@ -213,17 +214,17 @@ NUMBER_SHAPE = "the docstring promises a single number for (k,) local means: the
 
 @rubric.test("test-unequal-shards")
 def judge_unequal_shards(e: Evidence):
-    e.close(cases.LESSON_WEIGHTED, LESSON_GRADIENT, mistakes=WEIGHTED.named(LESSON_LOCALS_35, [3, 5]))
-    e.close(cases.LESSON_WEIGHTED_NUMBER, 2.0, mistakes=WEIGHTED.named([1.0, 4.0], [2, 1]),
+    e.close(keys.LESSON_WEIGHTED, LESSON_GRADIENT, mistakes=WEIGHTED.named(LESSON_LOCALS_35, [3, 5]))
+    e.close(keys.LESSON_WEIGHTED_NUMBER, 2.0, mistakes=WEIGHTED.named([1.0, 4.0], [2, 1]),
             shape_mistakes={(2,): NUMBER_SHAPE, (2, 2): NUMBER_SHAPE})
     for count in cases.shard_counts(e.num_devices):
         locals_ = cases.unequal_locals(count)
         sizes = np.arange(1, count + 1)
-        e.check(cases.HIDDEN_WEIGHTED(count=count), WEIGHTED, (locals_, sizes))
-        e.check(cases.HIDDEN_WEIGHTED_NUMBER(count=count), WEIGHTED, (locals_[:, 1], sizes),
+        e.check(keys.HIDDEN_WEIGHTED(count=count), WEIGHTED, (locals_, sizes))
+        e.check(keys.HIDDEN_WEIGHTED_NUMBER(count=count), WEIGHTED, (locals_[:, 1], sizes),
                 shape_mistakes={(count,): NUMBER_SHAPE, (count, count): NUMBER_SHAPE})
         if count > 1:
-            e.check(cases.HIDDEN_WEIGHTED_EMPTY(count=count), WEIGHTED, (locals_, np.arange(count)))
+            e.check(keys.HIDDEN_WEIGHTED_EMPTY(count=count), WEIGHTED, (locals_, np.arange(count)))
 
 
 def judge_drawn(e: Evidence, judged: list, check) -> None:
@@ -245,8 +246,8 @@ def judge_drawn(e: Evidence, judged: list, check) -> None:
 @rubric.test("test-masked-mean")
 def judge_masked_mean(e: Evidence):
     p = e.num_devices
-    judged = [(cases.LESSON_MASKED_MEAN, data.masked_tokens(seed=0, num_shards=p), False)]
-    judged += [(cases.MASKED_MEAN_OF(case=prefix, batch=cases.tokens_words(*tokens)), tokens, True)
+    judged = [(keys.LESSON_MASKED_MEAN, data.masked_tokens(seed=0, num_shards=p), False)]
+    judged += [(keys.MASKED_MEAN_OF(case=prefix, batch=keys.tokens_words(*tokens)), tokens, True)
                for prefix, tokens in cases.drawn_masked_tokens(e.draw)]  # over masked_token_mean's contract
     judge_drawn(e, judged, lambda key, tokens: e.check(key, MASKED_MEAN, tokens, devices=p))
 
@@ -265,8 +266,8 @@ COUNTS = Reference(lambda losses, mask, shards: block_partials(losses, mask, sha
 @rubric.test("test-shard-statistics")
 def judge_shard_statistics(e: Evidence):
     p = e.num_devices
-    judged = [((cases.LESSON_SUMS, cases.LESSON_COUNTS, cases.LESSON_MEANS), data.masked_tokens(seed=0, num_shards=p), p)]
-    judged += [((cases.HIDDEN_SUMS(count=count), cases.HIDDEN_COUNTS(count=count), cases.HIDDEN_MEANS(count=count)),
+    judged = [((keys.LESSON_SUMS, keys.LESSON_COUNTS, keys.LESSON_MEANS), data.masked_tokens(seed=0, num_shards=p), p)]
+    judged += [((keys.HIDDEN_SUMS(count=count), keys.HIDDEN_COUNTS(count=count), keys.HIDDEN_MEANS(count=count)),
                 cases.statistics_tokens(count, p), count) for count in cases.statistics_counts(p)]
     for (sums_key, counts_key, means_key), (losses, mask), shards in judged:
         e.check(sums_key, SUMS, (losses, mask, shards))
@@ -285,9 +286,9 @@ COMBINED = Reference(lambda sums, counts: sums.sum() / counts.sum(), (
 
 @rubric.test("test-combine")
 def judge_combine(e: Evidence):
-    e.close(cases.LESSON_COMBINED, 18.5 / 10, mistakes=COMBINED.named([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
+    e.close(keys.LESSON_COMBINED, 18.5 / 10, mistakes=COMBINED.named([2.0, 0.0, 12.0, 4.5], [1, 0, 6, 3]))
     for prefix, (sums, counts) in cases.drawn_partials(e.draw):  # over combine_partials' contract
-        e.check(cases.COMBINED_OF(case=prefix, partials=cases.partials_words(sums, counts)), COMBINED, (sums, counts))
+        e.check(keys.COMBINED_OF(case=prefix, partials=keys.partials_words(sums, counts)), COMBINED, (sums, counts))
 
 
 DEVICE_SUMS = Reference(SUMS.compute, (PADDING_SUMMED, mistake(
@@ -302,8 +303,8 @@ DEVICE_COUNTS = Reference(COUNTS.compute, (COUNTED_PADDING, mistake(
 def judge_device_partials(e: Evidence):
     p = e.num_devices
     for (sums_key, counts_key), (losses, mask) in [
-            ((cases.DEVICE_SUMS, cases.DEVICE_COUNTS), data.masked_tokens(seed=0, num_shards=p)),
-            ((cases.HIDDEN_DEVICE_SUMS, cases.HIDDEN_DEVICE_COUNTS), cases.device_partials_tokens(p))]:
+            ((keys.DEVICE_SUMS, keys.DEVICE_COUNTS), data.masked_tokens(seed=0, num_shards=p)),
+            ((keys.HIDDEN_DEVICE_SUMS, keys.HIDDEN_DEVICE_COUNTS), cases.device_partials_tokens(p))]:
         for key in (sums_key, counts_key):
             e.array(key, jax=True, float_dtype=False)
             e.shard_shapes(key, (1,), devices=p)
@@ -351,7 +352,7 @@ PSUM_IN_ONE_REGION = Expect(outputs=(True,), region="all_reduce", no_data_moved=
 @rubric.programs("test-shard-map")
 def programs_shard_map(p: int):
     losses, mask = cases.shard_map_tokens(p)[-1][1]  # the exported call's example: the last case
-    return [Program(cases.MASKED_MEAN_PROGRAM, p, (Input(losses.shape, ("data", None)),
+    return [Program(keys.MASKED_MEAN_PROGRAM, p, (Input(losses.shape, ("data", None)),
                                                    Input(mask.shape, ("data", None), "bool")),
                     expect=PSUM_IN_ONE_REGION)]
 
@@ -392,15 +393,15 @@ def _sharded_case(e: Evidence, key: str, tokens, devices: int) -> None:
 @rubric.test("test-shard-map")
 def judge_shard_map(e: Evidence):
     p = e.num_devices
-    judged = [((cases.SHARDED_MEAN, p), data.masked_tokens(seed=0, num_shards=p), False)]
-    judged += [((cases.SHARDED_MEAN_OF(case=prefix, batch=cases.CASE_WORDS[prefix]), p), tokens, False)
+    judged = [((keys.SHARDED_MEAN, p), data.masked_tokens(seed=0, num_shards=p), False)]
+    judged += [((keys.SHARDED_MEAN_OF(case=prefix, batch=keys.CASE_WORDS[prefix]), p), tokens, False)
                for prefix, tokens in cases.shard_map_tokens(p)]
-    judged += [((cases.SHARDED_MEAN_OF(case=prefix, batch=cases.tokens_words(*tokens, size)), size), tokens, True)
+    judged += [((keys.SHARDED_MEAN_OF(case=prefix, batch=keys.tokens_words(*tokens, size)), size), tokens, True)
                for prefix, size, tokens in cases.drawn_shard_map_tokens(p, e.draw)]  # over the contract, this draw
     judge_drawn(e, judged, lambda key_size, tokens: _sharded_case(e, key_size[0], tokens, key_size[1]))
-    e.require(e.number(cases.DEVICE_COUNT) == p, f"the notebook should use all {p} devices")
-    e.require(e.outcome(cases.HOST_ROUND_TRIP, HostCopy) is HostCopy.NONE, HOST_ROUND_TRIP)
+    e.require(e.number(keys.DEVICE_COUNT) == p, f"the notebook should use all {p} devices")
+    e.require(e.outcome(keys.HOST_ROUND_TRIP, HostCopy) is HostCopy.NONE, HOST_ROUND_TRIP)
     # The program itself, exported by the kernel and run by the grader on tokens it drew.
-    losses, mask = e.program_expected(cases.MASKED_MEAN_PROGRAM).inputs  # PSUM_IN_ONE_REGION
-    e.program_check(cases.MASKED_MEAN_PROGRAM, 0, MASKED_MEAN, (losses, mask), rtol=1e-5,
+    losses, mask = e.program_expected(keys.MASKED_MEAN_PROGRAM).inputs  # PSUM_IN_ONE_REGION
+    e.program_check(keys.MASKED_MEAN_PROGRAM, 0, MASKED_MEAN, (losses, mask), rtol=1e-5,
                     devices=p)  # (the grader's draws have no loss of exactly 0)
