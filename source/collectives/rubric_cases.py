@@ -61,7 +61,7 @@ REVERSAL = Contract(name="reversal_experiment", dimensions={"scale": (0.25, 1.0,
 #: that does not divide the size (floor division and rounding show), 16 ranks, and five drawn over the whole contract.
 PAYLOAD = Contract(name="ring_payload", dimensions={
     "bytes": (10, 32, 40, 48, 96, 1000, 1001, 4096), "ranks": (1, 2, 3, 5, 6, 7, 16)},
-    corners=({"ranks": 1}, {"ranks": (3, 7), "bytes": (10, 40, 1000, 1001)}, {"ranks": 16}), extra=5)
+    corners=({"ranks": 1}, {"ranks": (3, 7), "bytes": (10, 40, 1000)}, {"ranks": 16}), extra=5)
 
 #: transfer_budget(gradient_bytes, rank_counts): any size, any list of rank counts (the notebook's device count last);
 #: every list holds 3 and 7, which no drawn size is a multiple of (floor division shows).
