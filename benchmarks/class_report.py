@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grader.submission.gradebook import Gradebook  # noqa: E402
+from grader.term.gradebook import Gradebook  # noqa: E402
 
 
 def main() -> int:

@@ -335,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands whose code and parser live in their own module, in the order --help lists them: appeal and appeals
 # history, appeal and appeals (the learner's and the instructor's), extend (accommodations), term (a term's records),
 # lms (grades passed back over LTI 1.3), hub, roster and slurm.
-MODULE_COMMANDS = (("grader.submission.history", False), ("grader.service.commands", True),
+MODULE_COMMANDS = (("grader.term.history", False), ("grader.service.commands", True),
                    ("grader.service.appeals", True), ("grader.service.accommodations", False),
                    ("grader.term.commands", False), ("grader.lms.commands", False), ("grader.hub.start", True))
 

@@ -16,8 +16,8 @@ import pytest
 
 from grader import cli
 from grader.service import accommodations
-from grader.service.attempts import Policy
-from grader.submission import history
+from grader.term.attempts import Policy
+from grader.term import history
 from test_term import ASSIGNMENT, Term, _result
 
 

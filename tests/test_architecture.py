@@ -2,6 +2,7 @@
 
     vocabulary (layout, cells, results, identifiers, visible_checks, raised)
     course (build the course)    sandbox (seal a process)    slurm (a one-machine Slurm; the hub's spawner on Slurm)
+    term (a term's records: the gradebook's files, the history, the attempts ledger; backups)
     programs (judge exported programs outside the kernel)
     kernel (run a notebook in a sealed kernel)
     submission (grade one submission, step by step)
@@ -13,7 +14,7 @@
     learner (the learner's JupyterLab server extension: rank of the vocabulary's neighbours; it runs on the
              learner's side and imports nothing that judges)
 
-    term (a term's records)    lms (grades passed back to the LMS)
+    lms (grades passed back to the LMS)
     rubric (everything a rubric in source/ imports; nothing in grader/ imports it)
 
 A module may import its own package, the vocabulary, and packages of a lower rank only, so nothing imports upward;
@@ -32,11 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
 VOCABULARY = {"layout", "cells", "results", "identifiers", "visible_checks", "raised"}
 RANK = {"vocabulary": 0, "__init__": 0,
-        "course": 1, "sandbox": 1, "learner": 1, "slurm": 1,
+        "course": 1, "sandbox": 1, "learner": 1, "slurm": 1, "term": 1,
         "programs": 2,
         "kernel": 3,
         "submission": 4,
-        "classroom": 5, "nbgrader_adapter": 5, "term": 5, "lms": 5,
+        "classroom": 5, "nbgrader_adapter": 5, "lms": 5,
         "service": 6, "hub": 6, "authoring": 6, "rubric": 6,
         "cli": 7,
         "__main__": 8}

@@ -32,7 +32,7 @@ import pytest
 from conftest import CORPUS_LIMITS
 from grader.classroom import batch
 from grader.submission import feedback, intake, pipeline, restore, scan
-from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook
+from grader.term.gradebook import MAX_GRADER_ATTEMPTS, Gradebook
 from grader.kernel.run import Execution
 from grader.submission.pipeline import Job, Settings, judge_tests, prepare
 from grader.submission.records import MIME_TYPE, RecordError, decode, records_of_cell

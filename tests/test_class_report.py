@@ -19,7 +19,7 @@ from pathlib import Path
 from grader.classroom import class_data, class_page
 from grader.results import NotebookResult, Status
 from grader.results import TestResult as Judged
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.submission.judge import NOT_CHECKED, NOT_REACHED
 from test_browser import ARTIFACTS, BROWSER, ROOT, _setup_browser
 

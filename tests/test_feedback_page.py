@@ -253,7 +253,7 @@ def test_the_header_says_what_is_still_to_be_graded_by_hand():
 def test_partial_points_reach_results_json_and_grades_csv(tmp_path):
     import csv
 
-    from grader.submission.gradebook import Gradebook
+    from grader.term.gradebook import Gradebook
 
     book = Gradebook(tmp_path)
     book.save(_result(), "0" * 64)

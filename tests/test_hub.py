@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.service.attempts import Ledger, Policy, counting
+from grader.term.attempts import Ledger, Policy, counting
 from test_browser import ARTIFACTS, BROWSER, JUPYTER, ROOT, _free_port, _setup_browser, _stop
 
 SRV = Path("/srv/jax-course-test")

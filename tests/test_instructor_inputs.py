@@ -19,7 +19,7 @@ from grader.submission import intake
 
 from grader.nbgrader_adapter import plugins as nbgrader_plugins
 from grader.classroom.batch import discover
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.layout import Course
 from grader.nbgrader_adapter.db import _submitted_at
 from grader.submission.pipeline import Job, Settings, finish, prepare

@@ -25,10 +25,10 @@ from grader.nbgrader_adapter.manual_grades import refreshed
 from grader import results as recorded
 from grader.results import NotebookResult, Status
 from grader.service import app
-from grader.service.attempts import Policy
+from grader.term.attempts import Policy
 from grader.submission import timestamps
 from grader.submission.feedback import render
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.submission.pipeline import Settings
 from test_service_attacks import RecordingPool
 

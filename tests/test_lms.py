@@ -19,7 +19,7 @@ from grader import cli
 from grader import results as recorded
 from grader.results import NotebookResult, Status
 from grader.submission import timestamps
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from test_late import _course as late_course
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ from jwcrypto.jwk import JWK
 
 from grader.lms import ags, commands, config as lms_config, keys, outbox
 from grader.lms.sync import sync_due, sync_once
-from grader.submission import history
+from grader.term import history
 from lms_platform import CLIENT_ID, COURSE, ISSUER, SCORE_TYPE, Platform
 
 IDS = {"ada": "lms-user-ada-7f3", "bo": "lms-user-bo-19c"}

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from conftest import CORPUS_LIMITS
 from grader.classroom import batch
 from grader.submission import feedback
-from grader.submission.gradebook import path_part
+from grader.term.gradebook import path_part
 from grader.submission.judge import Evidence, shown_shape
 from grader.submission.rubric_loading import load_rubric
 from grader.layout import Course

@@ -24,8 +24,8 @@ from grader import cli
 from grader.results import NotebookResult, Status, TestResult as Outcome  # not collected as a test class
 from grader.service.retest import NOT_GRADED_AGAIN, REGRADED, retest, summary, taken
 from grader.layout import Course
-from grader.submission import history
-from grader.submission.gradebook import Gradebook
+from grader.term import history
+from grader.term.gradebook import Gradebook
 from grader.submission.pipeline import Settings
 
 ASSIGNMENT, NOTEBOOK, TEST = "sharded_step", "sharded_step.ipynb", "test-update"
@@ -104,7 +104,8 @@ def _fixed_course(tmp_path: Path, course: Course) -> Course:
     shutil.copytree(course.source, copy.source)
     shutil.copytree(course.release, copy.release)
     rubric = copy.source / ASSIGNMENT / "rubric.py"
-    rubric.write_text(rubric.read_text() + "\n\nrubric.judges.pop('test-update')\n\n\n@rubric.test('test-update')\n"
+    rubric.write_text(rubric.read_text() + "\n\nfrom grader.rubric import Mismatch\n\n"
+                      "rubric.judges.pop('test-update')\n\n\n@rubric.test('test-update')\n"
                       f"def _fixed(e):\n    raise Mismatch({FIXED!r})\n")
     return copy
 

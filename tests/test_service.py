@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from grader.service import exchange
-from grader.service.attempts import Attempt, Ledger, Policy, counting, decide
+from grader.term.attempts import Attempt, Ledger, Policy, counting, decide
 from test_workflow import ROOT, _env, _nbgrader, copy_course, hidden_lines
 
 HOUR = 3600.0

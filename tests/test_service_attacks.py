@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 
 from grader.layout import Course
-from grader.service import app, attempts, exchange, routes
-from grader.service.attempts import Policy
+from grader.service import app, exchange, routes
+from grader.term import attempts
+from grader.term.attempts import Policy
 from grader.submission.pipeline import Settings
 from test_service import _submission
 
@@ -157,7 +158,7 @@ _SERVICE_CHILD = textwrap.dedent("""
     from http.server import ThreadingHTTPServer
     from grader.layout import Course
     from grader.service import app, routes
-    from grader.service.attempts import Policy
+    from grader.term.attempts import Policy
     from grader.submission.pipeline import Settings
     from test_service_attacks import RecordingPool
     app.Pool = RecordingPool
@@ -430,7 +431,7 @@ SERVE_UNDER_FLOOD = textwrap.dedent('''
     from pathlib import Path
     from grader.layout import Course
     from grader.service import app, commands
-    from grader.service.attempts import Policy
+    from grader.term.attempts import Policy
     from grader.submission.pipeline import Settings
     class Pool:  # no kernels: the loop, the refusals and the stop are what is measured
         def __init__(self, *args): pass

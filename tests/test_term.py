@@ -26,15 +26,15 @@ from hypothesis import given, settings, strategies as st
 
 from grader import cli
 from grader import results as recorded
-from grader.submission import history
+from grader.term import history
 from grader.layout import Course
 from grader.nbgrader_adapter import answers
 from grader.nbgrader_adapter.manual_grades import refreshed
 from grader.results import NotebookResult, Status
 from grader.service import app
-from grader.service.attempts import UNREADABLE, Attempt, Ledger, Policy, counting
+from grader.term.attempts import UNREADABLE, Attempt, Ledger, Policy, counting
 from grader.submission import timestamps
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.submission.pipeline import Settings
 from test_service_attacks import RecordingPool
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.submission import history
+from grader.term import history
 from grader.layout import Course
 from grader.nbgrader_adapter.manual_grades import refreshed
 from grader.term import backup, guard, records

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from grader import cells, identifiers
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.submission.intake import InvalidSubmission, fingerprint, locate, shown_name
 from grader.submission.rubric_loading import load_rubric
 from grader.classroom.identical import Identical, notebook_key, repeats_last

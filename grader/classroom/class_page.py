@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from grader.classroom.class_data import ClassSummary, NotebookScores, tables
 from grader.classroom.similarity import THRESHOLD, Pair
-from grader.submission.gradebook import Gradebook, atomic_write
+from grader.term.gradebook import Gradebook, atomic_write
 
 FOLDER = "class-report"
 MAX_NAMES = 200

@@ -51,7 +51,7 @@ import nbformat
 
 from grader.classroom.batch import outstanding
 from grader.classroom.compile_cache import fill_request, worth_filling
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.kernel.run import Execution
 from grader.layout import Course
 from grader.submission.pipeline import Settings, by_test, declared_programs, finish, grader_error, prepare

@@ -1,6 +1,6 @@
 """The outbox: what the LMS should hold, derived from the term's grade history, and what it does not hold yet.
 
-The history (``grader.submission.history``) already has a ``total`` line for every change of a notebook's total
+The history (``grader.term.history``) already has a ``total`` line for every change of a notebook's total
 (Submit, a hand grade, an appeal answered, a regrade, a late penalty). An assignment's grade for the LMS is the sum of
 its notebooks' last totals; it is **pending** while the last ``lms_post`` line of the same history file does not hold
 that grade. So nothing is queued twice and nothing can be lost: a crash between a post and its ``lms_post`` line posts
@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.submission import history
-from grader.submission.gradebook import atomic_write
+from grader.term import history
+from grader.term.gradebook import atomic_write
 
 FOLDER = "lms"
 STATE = "state.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.lms import ags, outbox
 from grader.lms.config import LmsConfig, lms_users
-from grader.submission import history
+from grader.term import history
 
 
 @dataclass

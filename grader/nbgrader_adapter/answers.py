@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import cells
-from grader.submission.gradebook import atomic_write, path_part
+from grader.term.gradebook import atomic_write, path_part
 
 FOLDER = "hand-grades"
 

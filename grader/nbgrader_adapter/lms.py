@@ -28,7 +28,7 @@ from pathlib import Path
 
 from grader.layout import ASSIGNMENTS
 from grader.results import LatePenalty, NotebookResult
-from grader.submission.gradebook import atomic_write, spreadsheet_cell, total_score
+from grader.term.gradebook import atomic_write, spreadsheet_cell, total_score
 from grader.submission.intake import shown_name
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student table

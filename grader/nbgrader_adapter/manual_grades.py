@@ -16,7 +16,7 @@ import nbformat
 from grader.layout import Course
 from grader.nbgrader_adapter import late as deadlines
 from grader.submission.feedback import render
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.results import NotebookResult
 
 
@@ -96,11 +96,11 @@ def current(out: Path, db_url: str | None, course_root: Path | None = None):
 
 
 def _refresh(out: Path, db_url: str | None, course_root: Path | None):
-    from grader.submission.gradebook import atomic_write
+    from grader.term.gradebook import atomic_write
 
-    from grader.submission import history
+    from grader.term import history
     from grader.nbgrader_adapter import answers
-    from grader.submission.gradebook import total_score
+    from grader.term.gradebook import total_score
 
     book = Gradebook(out)
     results, manual, by_hand, late = current(out, db_url, course_root)

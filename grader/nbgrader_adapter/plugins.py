@@ -200,7 +200,7 @@ class ProjectAutograde(Preprocessor):
         if done.returncode != 0:
             raise NotGradedByProject(f"the course's grader failed on {student}/{assignment}:\n{done.stderr[-3000:]}")
         self.log.info("graded %s/%s with the course's grader", student, assignment)
-        from grader.submission.gradebook import Gradebook
+        from grader.term.gradebook import Gradebook
 
         graded = Gradebook(root).autograded_path(student, assignment, f"{notebook}.ipynb")
         if graded.exists():

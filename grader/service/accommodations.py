@@ -29,8 +29,8 @@ import os
 import sys
 from pathlib import Path
 
-from grader.service.attempts import Policy
-from grader.submission import history
+from grader.term.attempts import Policy
+from grader.term import history
 
 FILE = Path("service") / "accommodations.json"
 

@@ -30,12 +30,12 @@ from pathlib import Path
 
 from grader.layout import Course
 from grader.results import NotebookResult
-from grader.submission import history
+from grader.term import history
 from grader.service import exchange, pages
-from grader.service.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
+from grader.term.attempts import (NOT_GRADED, UNREADABLE, Attempt, Ledger, Policy, Refusals, attempt_folder,
                                      content_digest, counting, decide)
 from grader.service.pool import ClusterPool, Pool, Task
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.submission import timestamps
 from grader.submission.intake import MAX_NOTEBOOK_BYTES
 from grader.submission.pipeline import Job, Settings, notebook_name

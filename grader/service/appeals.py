@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.submission.gradebook import Gradebook, path_part
+from grader.term.gradebook import Gradebook, path_part
 from grader.submission.pipeline import notebook_name
 
 FOLDER = "appeals"
@@ -195,7 +195,7 @@ MAX_BODY = 16 * 1024
 def request(out: Path, uid: int | None, body: bytes) -> tuple[int, dict]:
     """``POST /appeal``: ``{"assignment", "test", "reason"}`` from the account at the other end of the connection."""
     from grader.service.exchange import owner
-    from grader.submission import history
+    from grader.term import history
 
     if uid is None:
         return 403, {"error": "the grading service cannot tell which account is asking; ask from your own server"}
@@ -251,7 +251,7 @@ def deliver(out: Path, exchange_root: Path, course_id: str) -> int:
     """Release every answered, undelivered request with the learner's feedback page (under the counting attempt's
     secret, where Fetch Feedback looks); returns how many."""
     from grader.service import exchange, pages
-    from grader.submission import history
+    from grader.term import history
 
     store, released = Appeals(out), 0
     for appeal in store.everyone():
@@ -309,7 +309,7 @@ def instructor_command(out: Path, db_url: str | None, course_root: Path, appeal_
     import sys
 
     from grader.identifiers import escape_controls, learner_text
-    from grader.submission import history
+    from grader.term import history
 
     store = Appeals(out)
     if appeal_id is None:

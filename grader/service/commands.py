@@ -66,7 +66,7 @@ def run(args) -> int:
     from grader.service.app import Options
     from grader.classroom.batch import default_workers
     from grader.programs.judged import Judged
-    from grader.service.attempts import Policy
+    from grader.term.attempts import Policy
     from grader.submission.pipeline import Settings
 
     course = Course.default()

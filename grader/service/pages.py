@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from grader.results import NotebookResult
-from grader.service.attempts import Attempt
-from grader.submission.gradebook import Gradebook
+from grader.term.attempts import Attempt
+from grader.term.gradebook import Gradebook
 from grader.submission.pipeline import notebook_name
 
 
@@ -80,7 +80,7 @@ def standing(options, course_root: Path, student: str, assignment: str, counted:
     the counting attempt is the one published there; else the attempt's own points (``own``)."""
     from grader.nbgrader_adapter.manual_grades import read_manual, points
     from grader.nbgrader_adapter.late import penalties
-    from grader.submission.gradebook import total_score
+    from grader.term.gradebook import total_score
 
     notebook = notebook_name(assignment)
     result = Gradebook(options.out).stored(student, assignment, notebook)

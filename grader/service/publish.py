@@ -7,14 +7,14 @@ penalties (``manual_grades.refresh``).
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 from grader.layout import Course
 from grader.results import NotebookResult
-from grader.service.attempts import restamp
-from grader.submission import history
-from grader.submission.gradebook import Gradebook
+from grader.term import history
+from grader.term.gradebook import Gradebook
 
 
 def publish(course: Course, out: Path, gradebook: str | None, items: list[tuple[Path, NotebookResult, Path]]) -> None:
@@ -66,3 +66,18 @@ def publish(course: Course, out: Path, gradebook: str | None, items: list[tuple[
     from grader.nbgrader_adapter.manual_grades import refresh
 
     refresh(out, gradebook, course.root)  # with hand grades and late penalties
+
+
+def restamp(book, result, stamped: Path) -> None:
+    """The counting result published in ``book`` (a ``Gradebook``) takes the submission time of the attempt graded in
+    ``stamped`` (an earlier attempt with the same answers, which counts again under ``last``): the late penalty is
+    decided on ``submitted_at`` in ``results/``."""
+    from grader.submission import timestamps
+    from grader.term.gradebook import atomic_write
+
+    result.submitted_at, result.submitted_note = timestamps.read(
+        stamped / "submitted" / result.student_id / result.assignment_id)
+    path = book.result_path(result.student_id, result.assignment_id, result.notebook)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(submitted_at=result.submitted_at, submitted_note=result.submitted_note)
+    atomic_write(path, json.dumps(data, indent=1))

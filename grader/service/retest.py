@@ -36,7 +36,7 @@ from pathlib import Path
 from grader.identifiers import escape_controls
 from grader.layout import Course
 from grader.results import Status
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 
 
 # The statuses of a notebook that ran when it was graded: its tests were judged and their points count.
@@ -134,7 +134,7 @@ def retest(out: Path, test_id: str, course: Course, settings, *, students: list[
     then each result with the test that was not graded again, with why (``NOT_GRADED_AGAIN``)."""
     from grader.classroom.batch import grade_all
     from grader.nbgrader_adapter.manual_grades import refresh
-    from grader.submission import history
+    from grader.term import history
 
     out = out.resolve()
     book = Gradebook(out)
@@ -198,7 +198,7 @@ def _learners_copy(graded: Path, course: Course, assignment: str, target: Path) 
 def rewrite_pages(out: Path, db_url: str | None, course_root: Path, done: list[Retested]) -> None:
     """The feedback pages of the notebooks graded again, with the new test result."""
     from grader.nbgrader_adapter.manual_grades import feedback_page
-    from grader.submission.gradebook import atomic_write
+    from grader.term.gradebook import atomic_write
 
     book = Gradebook(out)
     for d in done:

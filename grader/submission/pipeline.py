@@ -29,7 +29,7 @@ from grader import cells, raised
 
 from grader.submission import intake, order, restore, scan, timestamps
 from grader.submission.feedback import render
-from grader.submission.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
+from grader.term.gradebook import MAX_GRADER_ATTEMPTS, Gradebook, atomic_write
 from grader.submission.judge import NOT_REACHED, Evidence, Verdict
 from grader.submission.rubric_loading import load_rubric
 from grader.visible_checks import visible_check

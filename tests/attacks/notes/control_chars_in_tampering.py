@@ -17,7 +17,7 @@ from pathlib import Path
 root = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(root))
 import nbformat
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.layout import Course
 from grader.submission.pipeline import Job, Settings, prepare
 from grader.classroom.report import table

@@ -17,7 +17,7 @@ import csv, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from grader.classroom.batch import discover
-from grader.submission.gradebook import Gradebook
+from grader.term.gradebook import Gradebook
 from grader.layout import Course
 
 root = Path(__file__).resolve().parents[3]

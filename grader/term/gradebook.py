@@ -22,7 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from grader.submission.intake import escape_controls
+from grader.identifiers import escape_controls
 from grader.results import LatePenalty, NotebookResult, Status
 
 MAX_GRADER_ATTEMPTS = 3  # runs that may fail on the same file before its grader_error row is kept

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from grader.identifiers import escape_controls, learner_text
-from grader.submission.gradebook import path_part
+from grader.term.gradebook import path_part
 
 FOLDER = "history"
 TOTAL_FIELDS = ("autograded", "by_hand", "penalty", "total")

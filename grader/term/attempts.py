@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.submission.gradebook import path_part
+from grader.term.gradebook import path_part
 
 COUNTS = ("best", "last")
 # results that say the upload could not be read as the assignment's notebook: never graded, never counted
@@ -88,21 +88,6 @@ def attempt_folder(state: Path, student: str, assignment: str, name: str, number
     if number is not None:
         return place / f"{number:03d}-{path_part(name)[:40]}"
     return next(iter(sorted(place.glob(f"[0-9][0-9][0-9]-{glob.escape(path_part(name)[:40])}"))), None)
-
-
-def restamp(book, result, stamped: Path) -> None:
-    """The counting result published in ``book`` (a ``Gradebook``) takes the submission time of the attempt graded in
-    ``stamped`` (an earlier attempt with the same answers, which counts again under ``last``): the late penalty is
-    decided on ``submitted_at`` in ``results/``."""
-    from grader.submission import timestamps
-    from grader.submission.gradebook import atomic_write
-
-    result.submitted_at, result.submitted_note = timestamps.read(
-        stamped / "submitted" / result.student_id / result.assignment_id)
-    path = book.result_path(result.student_id, result.assignment_id, result.notebook)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.update(submitted_at=result.submitted_at, submitted_note=result.submitted_note)
-    atomic_write(path, json.dumps(data, indent=1))
 
 
 def content_digest(notebook: Path) -> str:
