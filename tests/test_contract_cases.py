@@ -185,18 +185,24 @@ def _sharded_step_cases():
     return module
 
 
+def _every_dimension_varied(contract, assignment: str, learners: int) -> None:
+    """Across ``learners`` learners' draws of ``assignment``, each declared dimension of ``contract`` takes every
+    value it allows."""
+    seen = {dimension: set() for dimension in contract.dimensions}
+    for n in range(learners):
+        for case in contract.draw(order.learner_draw(f"learner-{n}", assignment)):
+            for dimension in contract.dimensions:
+                seen[dimension].add(case[dimension])
+    for dimension, allowed in contract.dimensions.items():
+        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+
+
 step_cases = _sharded_step_cases()
 
 
 @pytest.mark.parametrize("contract", [step_cases.TEN_STEPS, step_cases.TRANSFER], ids=lambda c: c.name)
 def test_every_declared_dimension_of_the_sharded_step_is_varied_across_learners(contract):
-    seen = {dimension: set() for dimension in contract.dimensions}
-    for n in range(80):
-        for case in contract.draw(order.learner_draw(f"learner-{n}", "sharded_step")):
-            for dimension in contract.dimensions:
-                seen[dimension].add(case[dimension])
-    for dimension, allowed in contract.dimensions.items():
-        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+    _every_dimension_varied(contract, "sharded_step", learners=80)
 
 
 @settings(max_examples=60, deadline=None)
@@ -228,13 +234,7 @@ COLLECTIVES_CONTRACTS = [coll.LOCAL, coll.ALL_REDUCE, coll.REDUCE_SCATTER, coll.
 
 @pytest.mark.parametrize("contract", COLLECTIVES_CONTRACTS, ids=lambda c: c.name)
 def test_every_declared_dimension_of_the_collectives_is_varied_across_learners(contract):
-    seen = {dimension: set() for dimension in contract.dimensions}
-    for n in range(80):
-        for case in contract.draw(order.learner_draw(f"learner-{n}", "collectives")):
-            for dimension in contract.dimensions:
-                seen[dimension].add(case[dimension])
-    for dimension, allowed in contract.dimensions.items():
-        assert seen[dimension] == set(allowed), f"{contract.name}.{dimension}: drew {sorted(seen[dimension], key=str)}"
+    _every_dimension_varied(contract, "collectives", learners=80)
 
 
 @settings(max_examples=60, deadline=None)
